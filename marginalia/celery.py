@@ -1,0 +1,22 @@
+"""The Celery app. Queues: "cpu" (BM25 runs, reports) and "gpu" (dense encoding, training).
+
+Routing is by task name, so a GPU node runs `celery -A marginalia worker -Q gpu` and receives
+only the work that benefits from it.
+"""
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marginalia.settings")
+
+app = Celery("marginalia")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = (Queue("cpu"), Queue("gpu"))
+app.conf.task_routes = {
+    "retrieval.tasks.run_bm25": {"queue": "cpu"},
+    "retrieval.tasks.run_dense": {"queue": "gpu"},
+    "retrieval.tasks.train_retriever": {"queue": "gpu"},
+    "retrieval.tasks.ping": {"queue": "cpu"},
+}
+app.autodiscover_tasks()

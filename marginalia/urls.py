@@ -1,0 +1,16 @@
+"""Top-level routes: each app owns its pages and API routes; the OpenAPI schema is public to
+signed-in users at /api/schema/."""
+from django.contrib import admin
+from django.contrib.auth import views as auth_views
+from django.urls import include, path
+from drf_spectacular.views import SpectacularAPIView
+
+urlpatterns = [
+    path("admin/", admin.site.urls),
+    path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
+    path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    path("", include("retrieval.urls")),
+    path("", include("annotation.urls")),
+    path("", include("evaluation.urls")),
+]

@@ -1,0 +1,110 @@
+"""Background jobs: create, dispatch after commit, report progress, finish.
+
+Every long operation takes a `progress` callback `(fraction 0..1, message) -> None`. Celery tasks
+pass one that writes to the Job row (what the dashboard polls); management commands pass one that
+draws a terminal progress bar. The operation itself never knows which.
+"""
+from __future__ import annotations
+
+import sys
+import traceback
+import uuid
+from collections.abc import Callable
+from typing import Any
+
+from django.db import transaction
+from django.utils import timezone
+
+from .models import Job
+
+Progress = Callable[[float, str], None]
+
+
+class JobCancelled(Exception):
+    """Raised inside a running job when staff asked to cancel it."""
+
+
+def no_progress(fraction: float, message: str = "") -> None:
+    """A progress callback for callers that do not display progress."""
+
+
+def create_job(kind: str, queue: str, parameters: dict | None = None, user=None) -> Job:
+    return Job.objects.create(kind=kind, queue=queue, parameters=parameters or {}, created_by=user)
+
+
+def dispatch(job: Job, task, *args: Any) -> Job:
+    """Send `task(job.pk, *args)` to the job's queue once the surrounding transaction commits, so
+    the worker never looks for a row that is not there yet."""
+    job.celery_id = str(uuid.uuid4())
+    job.save(update_fields=["celery_id"])
+    transaction.on_commit(lambda: task.apply_async(args=[job.pk, *args], queue=job.queue, task_id=job.celery_id))
+    return job
+
+
+def job_progress(job_id: int) -> Progress:
+    """A callback that records progress on the Job and stops the work if cancellation was asked."""
+
+    def report(fraction: float, message: str = "") -> None:
+        fraction = min(1.0, max(0.0, float(fraction)))
+        Job.objects.filter(pk=job_id).update(progress=fraction, message=message[:500])
+        if Job.objects.filter(pk=job_id, cancel_requested=True).exists():
+            raise JobCancelled(f"job {job_id} was cancelled")
+
+    return report
+
+
+def request_cancel(job: Job) -> None:
+    """Ask a job to stop. A pending job is cancelled at once; a running one stops at its next
+    progress report."""
+    Job.objects.filter(pk=job.pk).update(cancel_requested=True)
+    Job.objects.filter(pk=job.pk, status=Job.Status.PENDING).update(
+        status=Job.Status.CANCELLED, finished_at=timezone.now(), message="cancelled before it started"
+    )
+
+
+def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
+    """Run `work(progress)` as job `job_id`, recording running / succeeded / failed / cancelled."""
+    claimed = Job.objects.filter(pk=job_id, status=Job.Status.PENDING, cancel_requested=False).update(
+        status=Job.Status.RUNNING, started_at=timezone.now()
+    )
+    if not claimed:
+        job = Job.objects.get(pk=job_id)
+        return {"skipped": f"job is {job.status}"}
+    try:
+        result = work(job_progress(job_id)) or {}
+    except JobCancelled:
+        Job.objects.filter(pk=job_id).update(
+            status=Job.Status.CANCELLED, finished_at=timezone.now(), message="cancelled"
+        )
+        return {"cancelled": True}
+    except BaseException as exc:  # noqa: BLE001 - every failure, time limits included, is recorded
+        mark_failed(job_id, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        raise
+    Job.objects.filter(pk=job_id).update(
+        status=Job.Status.SUCCEEDED, progress=1.0, result=result, finished_at=timezone.now(), message="done"
+    )
+    return result
+
+
+def mark_failed(job_id: int, error: str) -> None:
+    Job.objects.filter(pk=job_id).exclude(
+        status__in=[Job.Status.SUCCEEDED, Job.Status.CANCELLED]
+    ).update(status=Job.Status.FAILED, error=error[:20000], finished_at=timezone.now())
+
+
+def terminal_progress(description: str, stream=None) -> Progress:
+    """A tqdm bar on a terminal; silent when output is not a terminal (CI logs, pipes)."""
+    from tqdm import tqdm
+
+    stream = stream or sys.stderr
+    bar = tqdm(total=1000, desc=description, file=stream, disable=not stream.isatty(), leave=False,
+               bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
+
+    def report(fraction: float, message: str = "") -> None:
+        bar.n = int(min(1.0, max(0.0, fraction)) * 1000)
+        bar.set_postfix_str(message, refresh=False)
+        bar.refresh()
+        if fraction >= 1.0:
+            bar.close()
+
+    return report

@@ -1,0 +1,28 @@
+"""Shared test set-up: offline model loading, the real-data folder, and the CI rule that data
+and browser tests fail (not skip) when what they need is missing."""
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
+
+
+def require(condition: bool, reason: str) -> None:
+    """Skip locally when a prerequisite is missing; in CI the same gap is a failure."""
+    if condition:
+        return
+    if IN_CI:
+        pytest.fail(f"{reason} (mandatory in CI)")
+    pytest.skip(reason)
+
+
+@pytest.fixture
+def shared_data() -> Path:
+    require(SHARED_DATA.is_dir(), f"real data folder {SHARED_DATA} is missing")
+    return SHARED_DATA
