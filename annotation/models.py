@@ -1,0 +1,148 @@
+"""Studies, the items annotators see, their assignments and the judgments they give.
+
+Gold answers and the provenance of candidates (which run, which rank) live on `ItemCandidate`
+and are read only by staff code paths; annotator-facing selectors never select those fields.
+"""
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+
+from retrieval.models import Collection, Passage, Query, Run
+
+
+class Study(models.Model):
+    class Kind(models.TextChoices):
+        PROXY = "proxy", "Proxy: which candidate fills the masked quotation"
+        RELEVANCE = "relevance", "Relevance labels"
+        QUOTABILITY = "quotability", "Quotability ratings"
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Open for annotation"
+        CLOSED = "closed", "Closed"
+
+    name = models.CharField(max_length=200, unique=True)
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="studies")
+    negatives_run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    seed = models.IntegerField(default=0)
+    candidates_per_item = models.PositiveSmallIntegerField(default=3)
+    judgments_per_item = models.PositiveSmallIntegerField(default=3)
+    context_left = models.PositiveSmallIntegerField(default=4)
+    context_right = models.PositiveSmallIntegerField(default=4)
+    guidelines = models.TextField(blank=True)
+    label_schema = models.JSONField(default=dict, blank=True)
+    claim_minutes = models.PositiveIntegerField(default=30, help_text="An unfinished claim expires after this.")
+    annotators = models.ManyToManyField(
+        settings.AUTH_USER_MODEL, blank=True, related_name="studies",
+        help_text="Who may work on it. Empty: every active annotator.",
+    )
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        verbose_name_plural = "studies"
+
+    def __str__(self):
+        return self.name
+
+
+class Item(models.Model):
+    """One unit of work: a query with its candidates in a fixed display order."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveIntegerField(help_text="Order in the study (seeded shuffle).")
+
+    class Meta:
+        ordering = ["study_id", "position"]
+        constraints = [models.UniqueConstraint(fields=["study", "position"], name="item_unique_position")]
+
+
+class ItemCandidate(models.Model):
+    """A candidate as shown. `is_gold`, `source_run` and `source_rank` are staff-only."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="candidates")
+    passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="+")
+    position = models.PositiveSmallIntegerField(help_text="0-based display position.")
+    is_gold = models.BooleanField(default=False)
+    source_run = models.ForeignKey(Run, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    source_rank = models.PositiveIntegerField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["item_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["item", "position"], name="candidate_unique_position"),
+            models.UniqueConstraint(fields=["item", "passage"], name="candidate_unique_passage"),
+        ]
+
+
+class Assignment(models.Model):
+    """A claim on one of an item's judgment slots.
+
+    The (item, slot) uniqueness over live assignments is what makes over-assignment impossible
+    even when two requests race: the database refuses the second claim of the same slot.
+    """
+
+    class State(models.TextChoices):
+        ACTIVE = "active"
+        SUBMITTED = "submitted"
+        EXPIRED = "expired"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
+    slot = models.PositiveSmallIntegerField()
+    state = models.CharField(max_length=20, choices=State.choices, default=State.ACTIVE)
+    claimed_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    submitted_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["item", "slot"], condition=~Q(state="expired"), name="assignment_unique_live_slot"
+            ),
+            models.UniqueConstraint(
+                fields=["item", "annotator"], condition=~Q(state="expired"), name="assignment_unique_live_annotator"
+            ),
+        ]
+
+
+class Judgment(models.Model):
+    """What an annotator answered. Immutable once written; staff may void it (kept, excluded)."""
+
+    class Source(models.TextChoices):
+        WEB = "web"
+        IMPORT = "import"
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
+    assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgment")
+    choice = models.ForeignKey(ItemCandidate, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    label = models.JSONField(null=True, blank=True)
+    spans = models.JSONField(default=list, blank=True)
+    rubric = models.JSONField(default=dict, blank=True)
+    rationale = models.TextField(blank=True)
+    seconds = models.FloatField(null=True, blank=True)
+    source = models.CharField(max_length=10, choices=Source.choices, default=Source.WEB)
+    submitted_at = models.DateTimeField(auto_now_add=True)
+    voided = models.BooleanField(default=False)
+    void_reason = models.TextField(blank=True)
+    voided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    voided_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["item_id", "submitted_at"]
+        constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="judgment_unique_per_annotator")]
+
+
+class AnnotatorProfile(models.Model):
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="annotator_profile")
+    expertise = models.CharField(max_length=300, blank=True)
+    books_read = models.TextField(blank=True)
+    blocked = models.BooleanField(default=False)
+    blocked_reason = models.TextField(blank=True)
+
+    def __str__(self):
+        return f"profile of {self.user}"
