@@ -1,0 +1,35 @@
+"""What a retriever must provide to produce a run, and how a query becomes text.
+
+A `Scorer` scores one candidate set at a time: all queries that share the set (one book and
+quote length for RELiC, one query's pool, or the whole collection) against its passages. The run
+service (retrieval/services/runs.py) turns the scores into ranked hits and gold ranks, the same
+way for every retriever.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
+import numpy as np
+
+from .jobs import Progress
+from .models import Passage, Query
+
+
+class Scorer(Protocol):
+    # Inserted between left and right context for retrievers that understand a mask (dense).
+    mask_token: str | None
+
+    def score(self, queries: list[str], passages: list[Passage], progress: Progress) -> np.ndarray:
+        """Scores of shape (len(queries), len(passages)), float64; higher is better."""
+        ...
+
+
+def query_text(query: Query, context_left: int, context_right: int, mask_token: str | None) -> str:
+    """RELiC queries: the last L sentences of left context, the mask (if the retriever uses one),
+    the first R of right context. Plain-text queries are used as they are."""
+    if not query.has_context:
+        return query.text
+    left = list(query.left_context)[-context_left:] if context_left else []
+    right = list(query.right_context)[:context_right]
+    parts = [*left, mask_token, *right] if mask_token else [*left, *right]
+    return " ".join(part.strip() for part in parts if part and part.strip())
