@@ -1,0 +1,526 @@
+"""Importers: a plain-text book, RELiC JSON, and BEIR-style folders.
+
+Each importer reads and checks ALL of its input first and only then writes, in one transaction:
+bad input raises `InputError` naming the file, the line (where a line means something) and the
+field, and leaves the database as it was.
+
+Book windows (import_book, RELiC candidates) get the external id "<document>:<start>:<length>",
+so a passage means the same thing in every run, study and export.
+
+RELiC decisions:
+- A quote's Query keeps the dataset's quote id as its external id. RELiC's ids are unique across
+  the whole dataset, so a repeated id (in the same or another book) is rejected, not renamed.
+- The gold window is always a passage: when a book's listed candidates of the quote's length do
+  not contain it, it is added after the listed ones (so it stays rankable). A quote whose length
+  has no candidate list at all in its book is rejected: it would have no candidate set.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+
+from django.db import models, transaction
+
+from ..errors import InputError
+from ..jobs import Progress, no_progress
+from ..models import Collection, Document, Passage, PoolEntry, Qrel, Query, Sentence
+from ..text import MAX_WINDOW, split_sentences, strip_gutenberg, window_counts
+
+BATCH_SIZE = 2000
+QRELS_HEADER = ["query-id", "corpus-id", "score"]
+CANDIDATE_KEYS = {f"{n}_sentence": n for n in range(1, MAX_WINDOW + 1)}
+
+
+def window_external_id(document_external_id: str, start: int, length: int) -> str:
+    return f"{document_external_id}:{start}:{length}"
+
+
+# --- reading and checking ----------------------------------------------------------------------
+
+
+def _decode(data: bytes, file: str, first_line: int = 1) -> str:
+    """UTF-8 with or without a BOM; a bad byte is reported with the line it is on."""
+    try:
+        return data.decode("utf-8-sig")
+    except UnicodeDecodeError as exc:
+        line = first_line + data.count(b"\n", 0, exc.start)
+        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", file=file, line=line) from None
+
+
+def _open_binary(path: Path):
+    try:
+        return path.open("rb")
+    except FileNotFoundError:
+        raise InputError("file not found", file=str(path)) from None
+    except OSError as exc:
+        raise InputError(f"cannot read the file: {exc.strerror}", file=str(path)) from None
+
+
+def _read_text(path: Path) -> str:
+    with _open_binary(path) as handle:
+        return _decode(handle.read(), str(path))
+
+
+def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
+    """(1-based line number, decoded line without its line end), streamed."""
+    with _open_binary(path) as handle:
+        for number, raw in enumerate(handle, 1):
+            yield number, _decode(raw, str(path), number).rstrip("\r\n")
+
+
+def _json_type(value) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
+    """(line number, object) for every non-blank line."""
+    for number, line in _read_lines(path):
+        if not line.strip():
+            continue
+        try:
+            record = json.loads(line)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"invalid JSON: {exc.msg}", file=str(path), line=number) from None
+        if not isinstance(record, dict):
+            raise InputError(f"expected a JSON object, got {_json_type(record)}", file=str(path), line=number)
+        yield number, record
+
+
+def _max_length(model: type[models.Model], field_name: str) -> int:
+    return model._meta.get_field(field_name).max_length
+
+
+def _check_length(value: str, limit: int, *, field: str, file: str | None = None, line: int | None = None) -> str:
+    if len(value) > limit:
+        raise InputError(f"longer than {limit} characters", file=file, line=line, field=field)
+    return value
+
+
+def _check_new_collection(name: str | None) -> str:
+    name = (name or "").strip()
+    if not name:
+        raise InputError("a collection name is required", field="collection")
+    _check_length(name, _max_length(Collection, "name"), field="collection")
+    if Collection.objects.filter(name=name).exists():
+        raise InputError(f"a collection named '{name}' already exists", field="collection")
+    return name
+
+
+# --- writing -----------------------------------------------------------------------------------
+
+
+def _bulk_create(model: type[models.Model], rows: list, progress: Progress, span: tuple[float, float], message: str):
+    """Insert `rows` in batches, reporting progress across `span` (fractions of the whole import)."""
+    low, high = span
+    for offset in range(0, len(rows), BATCH_SIZE):
+        model.objects.bulk_create(rows[offset : offset + BATCH_SIZE])
+        done = min(len(rows), offset + BATCH_SIZE)
+        progress(low + (high - low) * done / len(rows), f"{message} {done}/{len(rows)}")
+
+
+def _window_passage(document: Document, sentences: list[str], start: int, length: int, ordinal: int) -> Passage:
+    return Passage(
+        collection_id=document.collection_id,
+        document=document,
+        external_id=window_external_id(document.external_id, start, length),
+        text=" ".join(sentences[start : start + length]),
+        start=start,
+        length=length,
+        ordinal=ordinal,
+    )
+
+
+def _sentence_rows(document: Document, sentences: list[str]) -> list[Sentence]:
+    return [Sentence(document=document, index=index, text=text) for index, text in enumerate(sentences)]
+
+
+def _external_ids(queryset) -> dict[str, int]:
+    return dict(queryset.values_list("external_id", "pk"))
+
+
+# --- import_book -------------------------------------------------------------------------------
+
+
+def import_book(
+    path: str | Path,
+    *,
+    title: str,
+    author: str = "",
+    collection_name: str | None = None,
+    progress: Progress = no_progress,
+) -> dict:
+    """One book: its sentences and every window of 1..5 consecutive sentences as passages
+    (length-major, then start: the import order that breaks ranking ties). The document's
+    external id is the file name without its extension."""
+    path = Path(path)
+    title, author = title.strip(), author.strip()
+    if not title:
+        raise InputError("a title is required", field="title")
+    _check_length(title, _max_length(Document, "title"), field="title")
+    _check_length(author, _max_length(Document, "author"), field="author")
+    name = _check_new_collection(collection_name or title)
+    document_id = _check_length(path.stem, _max_length(Document, "external_id"), field="path", file=str(path))
+
+    progress(0.0, "reading")
+    text = _read_text(path)
+    if not text.strip():
+        raise InputError("the file is empty", file=str(path))
+    sentences = split_sentences(strip_gutenberg(text))
+    if not sentences:
+        raise InputError("no sentences found in the book's text", file=str(path))
+    progress(0.2, f"{len(sentences)} sentences")
+
+    windows = [(start, length) for length in range(1, MAX_WINDOW + 1) for start in range(len(sentences) - length + 1)]
+    with transaction.atomic():
+        collection = Collection.objects.create(name=name, kind=Collection.Kind.BOOK, source=str(path))
+        document = Document.objects.create(collection=collection, external_id=document_id, title=title, author=author)
+        _bulk_create(Sentence, _sentence_rows(document, sentences), progress, (0.2, 0.3), "sentences")
+        passages = [
+            _window_passage(document, sentences, start, length, ordinal)
+            for ordinal, (start, length) in enumerate(windows)
+        ]
+        _bulk_create(Passage, passages, progress, (0.3, 1.0), "windows")
+    progress(1.0, "done")
+    return {
+        "collection": name,
+        "sentences": len(sentences),
+        "passages": {str(length): count for length, count in window_counts(len(sentences)).items()},
+    }
+
+
+# --- import_relic ------------------------------------------------------------------------------
+
+
+@dataclass
+class _RelicQuote:
+    external_id: str
+    left: list[str]
+    start: int
+    length: int
+    right: list[str]
+
+
+@dataclass
+class _RelicBook:
+    external_id: str
+    sentences: list[str]
+    windows: list[tuple[int, int]]  # (start, length), in import order
+    quotes: list[_RelicQuote]
+
+
+class _JsonChecker:
+    """Type checks on parsed JSON; failures name the file and the JSON path as the field."""
+
+    def __init__(self, file: str):
+        self.file = file
+
+    def fail(self, field: str, message: str):
+        raise InputError(message, file=self.file, field=field)
+
+    def mapping(self, value, field: str) -> dict:
+        if not isinstance(value, dict):
+            self.fail(field, f"expected a JSON object, got {_json_type(value)}")
+        return value
+
+    def array(self, value, field: str) -> list:
+        if not isinstance(value, list):
+            self.fail(field, f"expected a JSON array, got {_json_type(value)}")
+        return value
+
+    def strings(self, value, field: str) -> list[str]:
+        for index, item in enumerate(self.array(value, field)):
+            if not isinstance(item, str):
+                self.fail(f"{field}[{index}]", f"expected a string, got {_json_type(item)}")
+        return value
+
+    def integer(self, value, field: str, low: int, high: int) -> int:
+        if isinstance(value, bool) or not isinstance(value, int):
+            self.fail(field, f"expected an integer, got {_json_type(value)}")
+        if not low <= value <= high:
+            self.fail(field, f"{value} is out of range {low}..{high}")
+        return value
+
+    def identifier(self, value: str, field: str, model: type[models.Model]) -> str:
+        if not value.strip():
+            self.fail(field, "empty id")
+        return _check_length(value, _max_length(model, "external_id"), field=field, file=self.file)
+
+
+def _parse_relic(path: Path) -> list[_RelicBook]:
+    file = str(path)
+
+    def refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
+        data = dict(pairs)
+        if len(data) != len(pairs):
+            repeated = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+            raise InputError(f"key '{repeated}' appears twice in one object", file=file, field=repeated)
+        return data
+
+    try:
+        data = json.loads(_read_text(path), object_pairs_hook=refuse_repeated_keys)
+    except json.JSONDecodeError as exc:
+        raise InputError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from None
+    if not isinstance(data, dict):
+        raise InputError(f"expected a JSON object of books, got {_json_type(data)}", file=file)
+    if not data:
+        raise InputError("the file has no books", file=file)
+    checker, quote_books = _JsonChecker(file), {}
+    return [_parse_relic_book(checker, book_id, book, quote_books) for book_id, book in data.items()]
+
+
+def _parse_relic_book(checker: _JsonChecker, book_id: str, book, quote_books: dict[str, str]) -> _RelicBook:
+    checker.identifier(book_id, book_id or "(empty book id)", Document)
+    checker.mapping(book, book_id)
+    for key in ("quotes", "sentences", "candidates"):
+        if key not in book:
+            checker.fail(f"{book_id}.{key}", "missing")
+    sentences = checker.strings(book["sentences"], f"{book_id}.sentences")
+    if not sentences:
+        checker.fail(f"{book_id}.sentences", "a book needs at least one sentence")
+
+    listed: dict[int, list[int]] = {}
+    for key, starts in checker.mapping(book["candidates"], f"{book_id}.candidates").items():
+        field = f"{book_id}.candidates.{key}"
+        if key not in CANDIDATE_KEYS:
+            checker.fail(field, f"unknown key; expected one of {', '.join(CANDIDATE_KEYS)}")
+        length = CANDIDATE_KEYS[key]
+        for index, start in enumerate(checker.array(starts, field)):
+            checker.integer(start, f"{field}[{index}]", 0, len(sentences) - length)
+        if len(set(starts)) != len(starts):
+            checker.fail(field, "repeats a start index")
+        listed[length] = starts
+
+    quotes, gold_windows = [], set()
+    for quote_id, quote in checker.mapping(book["quotes"], f"{book_id}.quotes").items():
+        field = f"{book_id}.quotes.{quote_id}"
+        checker.identifier(quote_id, field, Query)
+        if quote_id in quote_books:
+            checker.fail(field, f"quote id already used in book '{quote_books[quote_id]}'")
+        quote_books[quote_id] = book_id
+        if not isinstance(quote, list) or len(quote) != 4:
+            checker.fail(field, "expected [left sentences, start index, length, right sentences]")
+        left = checker.strings(quote[0], f"{field}[0]")
+        length = checker.integer(quote[2], f"{field}[2]", 1, MAX_WINDOW)
+        start = checker.integer(quote[1], f"{field}[1]", 0, len(sentences) - length)
+        right = checker.strings(quote[3], f"{field}[3]")
+        if length not in listed:
+            message = f"no '{length}_sentence' list for quote '{quote_id}' of length {length}"
+            checker.fail(f"{book_id}.candidates", message)
+        quotes.append(_RelicQuote(quote_id, left, start, length, right))
+        gold_windows.add((start, length))
+
+    windows = []
+    for length in sorted(listed):
+        windows += [(start, length) for start in listed[length]]
+        present = set(listed[length])
+        windows += sorted((start, n) for start, n in gold_windows if n == length and start not in present)
+    return _RelicBook(book_id, sentences, windows, quotes)
+
+
+def import_relic(
+    path: str | Path, *, collection_name: str | None = None, split: str = "test", progress: Progress = no_progress
+) -> dict:
+    """RELiC JSON: one Document per book with its sentences, a Passage per candidate window, a
+    Query per quote (left/right context, quote length, `split`) and a Qrel to its gold window."""
+    path = Path(path)
+    name = _check_new_collection(collection_name or path.stem)
+    progress(0.0, "reading")
+    books = _parse_relic(path)
+    progress(0.2, f"{len(books)} books checked")
+
+    with transaction.atomic():
+        collection = Collection.objects.create(name=name, kind=Collection.Kind.RELIC, source=str(path))
+        sentences, passages, queries = [], [], []
+        for ordinal, book in enumerate(books):
+            document = Document.objects.create(
+                collection=collection, external_id=book.external_id, title=book.external_id, ordinal=ordinal
+            )
+            sentences += _sentence_rows(document, book.sentences)
+            passages += [
+                _window_passage(document, book.sentences, start, length, len(passages) + index)
+                for index, (start, length) in enumerate(book.windows)
+            ]
+            queries += [
+                Query(
+                    collection=collection, external_id=quote.external_id, left_context=quote.left,
+                    right_context=quote.right, document=document, quote_length=quote.length, split=split,
+                    ordinal=len(queries) + index,
+                )
+                for index, quote in enumerate(book.quotes)
+            ]
+        _bulk_create(Sentence, sentences, progress, (0.2, 0.4), "sentences")
+        _bulk_create(Passage, passages, progress, (0.4, 0.8), "passages")
+        _bulk_create(Query, queries, progress, (0.8, 0.9), "queries")
+        passage_ids = _external_ids(collection.passages)
+        query_ids = _external_ids(collection.queries)
+        qrels = [
+            Qrel(
+                query_id=query_ids[quote.external_id],
+                passage_id=passage_ids[window_external_id(book.external_id, quote.start, quote.length)],
+                relevance=1,
+            )
+            for book in books
+            for quote in book.quotes
+        ]
+        _bulk_create(Qrel, qrels, progress, (0.9, 1.0), "qrels")
+    progress(1.0, "done")
+    return {"collection": name, "books": len(books), "queries": len(queries), "sentences": len(sentences)}
+
+
+# --- import_beir -------------------------------------------------------------------------------
+
+
+@dataclass
+class _BeirRecord:
+    external_id: str
+    text: str
+    title: str = ""
+
+
+def _record_id(record: dict, key: str, file: Path, line: int, model: type[models.Model]) -> str:
+    value = record.get(key)
+    if isinstance(value, bool) or not isinstance(value, (str, int)) or not str(value).strip():
+        problem = "missing" if value is None else f"expected a non-empty string, got {json.dumps(value)}"
+        raise InputError(problem, file=str(file), line=line, field=key)
+    return _check_length(str(value), _max_length(model, "external_id"), field=key, file=str(file), line=line)
+
+
+def _record_string(record: dict, key: str, file: Path, line: int, *, required: bool) -> str:
+    value = record.get(key)
+    if value is None and not required:
+        return ""
+    if not isinstance(value, str):
+        problem = "missing" if value is None else f"expected a string, got {_json_type(value)}"
+        raise InputError(problem, file=str(file), line=line, field=key)
+    return value
+
+
+def _parse_beir_records(path: Path, model: type[models.Model], *, with_title: bool) -> dict[str, _BeirRecord]:
+    """Records by id, in file order; a repeated id is an error."""
+    records: dict[str, _BeirRecord] = {}
+    lines: dict[str, int] = {}
+    for line, record in _read_jsonl(path):
+        external_id = _record_id(record, "_id", path, line, model)
+        if external_id in records:
+            message = f"duplicate id '{external_id}' (first on line {lines[external_id]})"
+            raise InputError(message, file=str(path), line=line, field="_id")
+        text = _record_string(record, "text", path, line, required=True)
+        title = _record_string(record, "title", path, line, required=False) if with_title else ""
+        _check_length(title, _max_length(Passage, "title"), field="title", file=str(path), line=line)
+        records[external_id], lines[external_id] = _BeirRecord(external_id, text, title), line
+    if not records:
+        raise InputError("no records", file=str(path))
+    return records
+
+
+def _qrels_path(directory: Path) -> Path:
+    for candidate in (directory / "qrels.tsv", directory / "qrels" / "test.tsv"):
+        if candidate.is_file():
+            return candidate
+    raise InputError("missing qrels.tsv (or qrels/test.tsv)", file=str(directory))
+
+
+def _parse_qrels(path: Path, queries: dict, corpus: dict) -> dict[tuple[str, str], int]:
+    """(query id, corpus id) -> score. An exact repeat is merged; a conflicting score is an error."""
+    file, qrels, first_lines = str(path), {}, {}
+    rows = _read_lines(path)
+    header = next(rows, (1, ""))[1]
+    if header.split() != QRELS_HEADER:
+        raise InputError(f"expected the header '{chr(9).join(QRELS_HEADER)}'", file=file, line=1, field="header")
+    for line, row in rows:
+        if not row.strip():
+            continue
+        columns = [column.strip() for column in row.split("\t")]
+        if len(columns) != 3:
+            raise InputError(f"expected 3 tab-separated columns, got {len(columns)}", file=file, line=line)
+        query_id, corpus_id, score_text = columns
+        if query_id not in queries:
+            raise InputError(f"unknown query id '{query_id}'", file=file, line=line, field="query-id")
+        if corpus_id not in corpus:
+            raise InputError(f"unknown corpus id '{corpus_id}'", file=file, line=line, field="corpus-id")
+        try:
+            score = int(score_text)
+        except ValueError:
+            raise InputError(f"'{score_text}' is not an integer", file=file, line=line, field="score") from None
+        pair = (query_id, corpus_id)
+        if pair in qrels and qrels[pair] != score:
+            message = f"conflicts with score {qrels[pair]} on line {first_lines[pair]}"
+            raise InputError(message, file=file, line=line, field="score")
+        qrels[pair] = score
+        first_lines.setdefault(pair, line)
+    if not qrels:
+        raise InputError("no qrels", file=file)
+    return qrels
+
+
+def _parse_pools(path: Path, queries: dict, corpus: dict) -> dict[str, list[str]]:
+    """Query id -> its candidate pool (corpus ids in the given order)."""
+    file, pools = str(path), {}
+    for line, record in _read_jsonl(path):
+        query_id = _record_id(record, "query-id", path, line, Query)
+        if query_id not in queries:
+            raise InputError(f"unknown query id '{query_id}'", file=file, line=line, field="query-id")
+        if query_id in pools:
+            raise InputError(f"a second pool for query '{query_id}'", file=file, line=line, field="query-id")
+        corpus_ids = record.get("corpus-ids")
+        if not isinstance(corpus_ids, list) or not corpus_ids:
+            raise InputError("expected a non-empty array of corpus ids", file=file, line=line, field="corpus-ids")
+        for index, corpus_id in enumerate(corpus_ids):
+            if not isinstance(corpus_id, (str, int)) or isinstance(corpus_id, bool) or str(corpus_id) not in corpus:
+                raise InputError(f"unknown corpus id {corpus_id!r}", file=file, line=line, field=f"corpus-ids[{index}]")
+        if len(set(map(str, corpus_ids))) != len(corpus_ids):
+            raise InputError("repeats a corpus id", file=file, line=line, field="corpus-ids")
+        pools[query_id] = [str(corpus_id) for corpus_id in corpus_ids]
+    return pools
+
+
+def import_beir(directory: str | Path, *, collection_name: str, progress: Progress = no_progress) -> dict:
+    """A BEIR-style folder: corpus.jsonl -> passages (no documents; the title kept apart),
+    queries.jsonl -> queries, qrels -> qrels (explicit 0 scores kept), optional pools.jsonl ->
+    each query's own candidate pool in the given order."""
+    directory = Path(directory)
+    name = _check_new_collection(collection_name)
+    if not directory.is_dir():
+        raise InputError("not a folder", file=str(directory))
+    progress(0.0, "reading corpus")
+    corpus = _parse_beir_records(directory / "corpus.jsonl", Passage, with_title=True)
+    progress(0.2, "reading queries")
+    queries = _parse_beir_records(directory / "queries.jsonl", Query, with_title=False)
+    qrels = _parse_qrels(_qrels_path(directory), queries, corpus)
+    pools_path = directory / "pools.jsonl"
+    pools = _parse_pools(pools_path, queries, corpus) if pools_path.exists() else {}
+    progress(0.3, "checked")
+
+    with transaction.atomic():
+        collection = Collection.objects.create(name=name, kind=Collection.Kind.BEIR, source=str(directory))
+        passages = [
+            Passage(
+                collection=collection, external_id=record.external_id, title=record.title, text=record.text,
+                ordinal=ordinal,
+            )
+            for ordinal, record in enumerate(corpus.values())
+        ]
+        _bulk_create(Passage, passages, progress, (0.3, 0.7), "passages")
+        query_rows = [
+            Query(collection=collection, external_id=record.external_id, text=record.text, ordinal=ordinal)
+            for ordinal, record in enumerate(queries.values())
+        ]
+        _bulk_create(Query, query_rows, progress, (0.7, 0.8), "queries")
+        passage_ids, query_ids = _external_ids(collection.passages), _external_ids(collection.queries)
+        qrel_rows = [
+            Qrel(query_id=query_ids[query_id], passage_id=passage_ids[corpus_id], relevance=score)
+            for (query_id, corpus_id), score in qrels.items()
+        ]
+        _bulk_create(Qrel, qrel_rows, progress, (0.8, 0.9), "qrels")
+        pool_rows = [
+            PoolEntry(query_id=query_ids[query_id], passage_id=passage_ids[corpus_id], position=position)
+            for query_id, pool in pools.items()
+            for position, corpus_id in enumerate(pool)
+        ]
+        _bulk_create(PoolEntry, pool_rows, progress, (0.9, 1.0), "pools")
+    progress(1.0, "done")
+    return {"collection": name, "queries": len(queries), "passages": len(corpus), "qrels": len(qrels)}

@@ -1,0 +1,95 @@
+"""Book text: Project Gutenberg clean-up, RELiC's sentence segmentation, and window counts.
+
+RELiC segments books with spaCy and adds ellipses, colons and semicolons as sentence boundaries,
+because scholars often quote only part of a sentence. We reproduce that with spaCy's rule-based
+`sentencizer` on a blank English pipeline, so no model has to be downloaded, plus one repair: an
+opening quotation mark after a boundary starts the next sentence instead of ending the last one.
+"""
+from __future__ import annotations
+
+import re
+from functools import lru_cache
+
+import spacy
+from spacy.language import Language
+from spacy.pipeline.sentencizer import Sentencizer
+from spacy.tokens import Doc
+
+MAX_WINDOW = 5
+
+# spaCy's English tokenizer keeps "...", "...." and "…" as single tokens; the sentencizer matches
+# whole token texts, so each spelling must be listed.
+EXTRA_BOUNDARIES = ("...", "....", "…", ":", ";")
+
+_BOM = "\ufeff"
+_GUTENBERG_START = re.compile(r"^\s*\*{3}\s*START OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK\b.*$", re.I | re.M)
+_GUTENBERG_END = re.compile(
+    r"^\s*(?:\*{3}\s*END OF (?:THE|THIS) PROJECT GUTENBERG E-?BOOK\b"
+    r"|End of (?:the )?Project Gutenberg(?:'s)?\b).*$",
+    re.I | re.M,
+)
+# Volunteers' credit line that Gutenberg puts right after the start marker; not part of the work.
+_PRODUCER_CREDIT = re.compile(r"^\s*(?:Produced|Prepared|Transcribed) by\b[^\n]*(?:\n[^\n]+)*", re.I)
+_PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
+_OPENERS = frozenset({'"', "'", "“", "‘", "«", "(", "["})
+
+
+def strip_gutenberg(text: str) -> str:
+    """The work itself: without a UTF-8 BOM, and without the Project Gutenberg header, producer
+    credit, footer and licence when the text has the START/END markers, with Unix line ends.
+    Texts without markers come back unchanged apart from the BOM and line ends."""
+    text = text.lstrip(_BOM).replace("\r\n", "\n")
+    start = _GUTENBERG_START.search(text)
+    if start:
+        text = _PRODUCER_CREDIT.sub("", text[start.end():].lstrip("\r\n"), count=1)
+    end = _GUTENBERG_END.search(text)
+    if end:
+        text = text[: end.start()]
+    return text
+
+
+@Language.component("opening_quote_boundaries")
+def opening_quote_boundaries(doc: Doc) -> Doc:
+    """The sentencizer keeps every punctuation token after a boundary in the sentence before it:
+    right for a closing quote (`"Stop!" he said`), wrong for an opening one (`Why? "Because."`).
+    An opener set off by a space before and glued to a sentence start after moves to that
+    sentence."""
+    for token in doc[1:-1]:
+        following = doc[token.i + 1]
+        opens_following_word = bool(doc[token.i - 1].whitespace_) and not token.whitespace_
+        if token.text in _OPENERS and opens_following_word and following.is_sent_start:
+            token.is_sent_start = True
+            following.is_sent_start = False
+    return doc
+
+
+@lru_cache(maxsize=1)
+def sentence_pipeline() -> Language:
+    nlp = spacy.blank("en")
+    nlp.add_pipe("sentencizer", config={"punct_chars": [*Sentencizer.default_punct_chars, *EXTRA_BOUNDARIES]})
+    nlp.add_pipe("opening_quote_boundaries")
+    return nlp
+
+
+def paragraphs(text: str) -> list[str]:
+    """Blank-line separated paragraphs with hard-wrapped lines joined and whitespace normalised."""
+    normalised = (" ".join(block.split()) for block in _PARAGRAPH_BREAK.split(text))
+    return [paragraph for paragraph in normalised if paragraph]
+
+
+def split_sentences(text: str) -> list[str]:
+    """RELiC's sentences, in order. Paragraph by paragraph, so no sentence spans a paragraph
+    break (and spaCy's max_length never applies to a whole book)."""
+    nlp = sentence_pipeline()
+    return [
+        sentence.text.strip()
+        for doc in nlp.pipe(paragraphs(text), batch_size=256)
+        for sentence in doc.sents
+        if sentence.text.strip()
+    ]
+
+
+def window_counts(n_sentences: int, max_length: int = MAX_WINDOW) -> dict[int, int]:
+    """How many windows of n consecutive sentences a text of `n_sentences` sentences has, for
+    n = 1..max_length: n_sentences - n + 1, never negative."""
+    return {n: max(0, n_sentences - n + 1) for n in range(1, max_length + 1)}
