@@ -1,3 +1,12 @@
-from django.urls import path  # noqa: F401
+"""Evaluation pages and API routes, full paths (included at "" by marginalia/urls.py)."""
+from django.urls import path
 
-urlpatterns = []
+from evaluation.api import StudyReportAPI
+from evaluation.views import StudyReportPage
+
+app_name = "evaluation"
+
+urlpatterns = [
+    path("studies/<int:study_id>/report/", StudyReportPage.as_view(), name="study-report"),
+    path("api/studies/<int:study_id>/report/", StudyReportAPI.as_view(), name="api-study-report"),
+]

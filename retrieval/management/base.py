@@ -27,5 +27,8 @@ class JsonCommand(BaseCommand):
         if options["json"]:
             self.stdout.write(json.dumps(summary, sort_keys=True))
         else:
-            for key, value in summary.items():
-                self.stdout.write(f"{key}: {value}")
+            self.stdout.write(self.format_text(summary))
+
+    def format_text(self, summary: dict) -> str:
+        """The summary for a person to read; subclasses with nested results render tables."""
+        return "\n".join(f"{key}: {value}" for key, value in summary.items())

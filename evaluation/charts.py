@@ -1,0 +1,84 @@
+"""Server-side SVG charts for the staff pages: plain markup, no JavaScript, nothing fetched."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from django.utils.html import escape
+from django.utils.safestring import SafeString, mark_safe
+
+BAR_COLOURS = {"humans": "#3a5ccc", "model": "#7a8599", "random": "#c9c9cf"}
+CHARACTER_WIDTH = 6.5  # px, roughly, at font-size 11
+
+
+@dataclass(frozen=True)
+class Bar:
+    label: str
+    value: float
+    low: float | None
+    high: float | None
+    kind: str  # "humans", "model" or "random": picks the colour
+
+
+def accuracy_bars(report: dict) -> list[Bar]:
+    """Accuracy of the human majority, each comparable model and a random annotator, each with
+    its 95 % interval (for random: the range a random guesser reaches on as many items)."""
+    def bar(label, value, interval, kind):
+        interval = interval or {}
+        return Bar(label, value, interval.get("low"), interval.get("high"), kind)
+
+    bars = []
+    if report["majority_accuracy"] is not None:
+        bars.append(bar("Humans (majority)", report["majority_accuracy"], report["confidence_intervals"]["majority_accuracy"], "humans"))
+    for model in report["models"].values():
+        if model["accuracy"] is not None:
+            bars.append(bar(f"{model['name']} (run {model['run']})", model["accuracy"], model["confidence_interval"], "model"))
+    random = report["random_baseline"]
+    bars.append(bar("Random", random["accuracy"], random["accuracy_range"], "random"))
+    return bars
+
+
+def bar_chart_svg(bars: list[Bar], title: str, width: int = 640, height: int = 300) -> SafeString:
+    """A vertical bar chart of shares (0..1) with error bars, as inline SVG."""
+    left, right, top, bottom = 48, 12, 44, 40
+    plot_width, plot_height = width - left - right, height - top - bottom
+    slot = plot_width / max(len(bars), 1)
+    bar_width = min(slot * 0.6, 90)
+    label_characters = max(int(slot / CHARACTER_WIDTH), 4)
+
+    def y(share: float) -> float:
+        return top + plot_height * (1 - max(0.0, min(1.0, share)))
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(title)}" class="chart">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="{left}" y="18" font-size="13" font-weight="600">{escape(title)}</text>',
+    ]
+    for tick in (0, 0.25, 0.5, 0.75, 1.0):
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#dcdce0"/>'
+            f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:.0%}</text>'
+        )
+    for index, bar in enumerate(bars):
+        centre = left + slot * (index + 0.5)
+        label = bar.label if len(bar.label) <= label_characters else bar.label[: label_characters - 1] + "…"
+        parts.append(
+            f'<g class="bar bar-{escape(bar.kind)}"><title>{escape(bar.label)}: {bar.value:.1%}</title>'
+            f'<rect x="{centre - bar_width / 2:.1f}" y="{y(bar.value):.1f}" width="{bar_width:.1f}" '
+            f'height="{y(0) - y(bar.value):.1f}" fill="{BAR_COLOURS[bar.kind]}"/>'
+        )
+        if bar.low is not None and bar.high is not None:
+            cap = bar_width / 6
+            parts.append(
+                f'<path class="error-bar" d="M{centre:.1f},{y(bar.low):.1f}V{y(bar.high):.1f}'
+                f"M{centre - cap:.1f},{y(bar.low):.1f}H{centre + cap:.1f}"
+                f'M{centre - cap:.1f},{y(bar.high):.1f}H{centre + cap:.1f}" stroke="#1d1d1f" stroke-width="1.5" fill="none"/>'
+            )
+        value_y = y(bar.high if bar.high is not None else bar.value) - 6
+        parts.append(
+            f'<text x="{centre:.1f}" y="{value_y:.1f}" font-size="11" text-anchor="middle">{bar.value:.1%}</text>'
+            f'<text x="{centre:.1f}" y="{height - bottom + 18}" font-size="11" text-anchor="middle">{escape(label)}</text>'
+            "</g>"
+        )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))

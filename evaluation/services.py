@@ -1,0 +1,299 @@
+"""Study reports: agreement, human and model accuracy on proxy studies, with confidence
+intervals, paired tests and the item lists used for error analysis (RELiC Tables 5 and A4).
+
+Positions are the 0-based display positions of the candidates; the Fleiss category is the
+position, because every item has its own candidates.
+"""
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from django.db import transaction
+from django.utils import timezone
+
+from annotation.models import Study
+from evaluation import agreement
+from evaluation.models import StudyReport
+from evaluation.selectors import (
+    Choice,
+    ShownCandidate,
+    ShownItem,
+    counted_choices,
+    negatives_run_ids,
+    report_fingerprint,
+    run_scores,
+    shown_items,
+)
+from retrieval.errors import InputError
+from retrieval.models import Run
+
+NOT_COMPARABLE_REASON = "supplied the negatives shown to annotators"
+
+
+def requested_run_ids(values: Iterable[str]) -> list[str]:
+    """Run ids from query parameters that may repeat (?model_run=1&model_run=2) or hold a comma
+    list (?model_run=1,2)."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def resolve_model_runs(study: Study, run_ids: Iterable[int | str]) -> list[Run]:
+    """The runs to compare with the humans, in id order; each must exist and rank the study's
+    collection."""
+    ids = set()
+    for raw_id in run_ids:
+        try:
+            ids.add(int(raw_id))
+        except (TypeError, ValueError):
+            raise InputError(f"run id {raw_id!r} is not a number", field="model_run") from None
+    runs = []
+    for run_id in sorted(ids):
+        run = Run.objects.select_related("retriever").filter(pk=run_id).first()
+        if run is None:
+            raise InputError(f"no run with id {run_id}", field="model_run")
+        if run.collection_id != study.collection_id:
+            raise InputError(
+                f"run {run.pk} ranks collection {run.collection_id}, but study {study.pk} uses collection "
+                f"{study.collection_id}",
+                field="model_run",
+            )
+        runs.append(run)
+    return runs
+
+
+def _require_proxy(study: Study) -> None:
+    if study.kind != Study.Kind.PROXY:
+        raise InputError(f"study {study.pk} is a {study.kind} study; this report covers proxy studies", field="study")
+
+
+def proxy_study(study_id: int) -> Study:
+    """The proxy study to report on, or a clear error naming what is wrong."""
+    study = Study.objects.filter(pk=study_id).first()
+    if study is None:
+        raise InputError(f"no study with id {study_id}", field="study")
+    _require_proxy(study)
+    return study
+
+
+def _finite(value: float) -> float | None:
+    """JSON has no NaN: an undefined statistic is null."""
+    return None if value is None or math.isnan(value) else float(value)
+
+
+def _interval(interval: agreement.Interval | None) -> dict | None:
+    return None if interval is None else {"low": interval.low, "high": interval.high}
+
+
+@dataclass(frozen=True)
+class HumanVotes:
+    """The complete items (exactly the study's judgments per item) as a counts table."""
+
+    items: list[ShownItem]
+    counts: np.ndarray
+    gold: np.ndarray
+
+    @property
+    def majority_correct(self) -> np.ndarray:
+        return agreement.majority_correct_flags(self.counts, self.gold)
+
+    @property
+    def gold_votes(self) -> np.ndarray:
+        return self.counts[np.arange(len(self.counts)), self.gold]
+
+    @property
+    def unanimous_gold(self) -> np.ndarray:
+        return self.gold_votes == self.counts.sum(axis=1)
+
+    @property
+    def unanimous_non_gold(self) -> np.ndarray:
+        return agreement.all_agree_flags(self.counts) & (self.gold_votes == 0)
+
+
+def _human_votes(items: Sequence[ShownItem], choices_by_item: dict[int, list[Choice]], categories: int) -> HumanVotes:
+    counts = agreement.counts_table([[choice.position for choice in choices_by_item[item.id]] for item in items], categories)
+    gold = np.array([item.gold.position for item in items], dtype=np.int64)
+    return HumanVotes(list(items), counts, gold)
+
+
+def _agreement_section(votes: HumanVotes) -> dict:
+    """Point estimates and bootstrap intervals of the agreement and majority statistics."""
+    counts = votes.counts
+    per_item = {
+        "all_agree": agreement.all_agree_flags(counts),
+        "none_agree": agreement.none_agree_flags(counts),
+        "majority_accuracy": votes.majority_correct,
+    }
+    section = {name: _finite(agreement.share(flags)) for name, flags in per_item.items()}
+    section["fleiss_kappa"] = _finite(agreement.fleiss_kappa(counts))
+    section["randolph_kappa"] = _finite(agreement.randolph_kappa(counts))
+    statistics = {name: (lambda weights, flags=flags: agreement.weighted_mean(flags, weights)) for name, flags in per_item.items()}
+    for chance in ("fleiss", "randolph"):
+        statistics[f"{chance}_kappa"] = lambda weights, chance=chance: agreement.weighted_kappa(counts, weights, chance)
+    section["confidence_intervals"] = {
+        name: _interval(agreement.bootstrap_interval(statistic, len(counts))) for name, statistic in statistics.items()
+    }
+    return section
+
+
+def model_answers(run: Run, items: Sequence[ShownItem]) -> dict[int, ShownCandidate | None]:
+    """item id -> the run's answer: its highest-scoring shown candidate, ties going to the one
+    the run ranked higher. Shown candidates the run did not store rank below all stored ones,
+    so an item none of whose candidates were stored has no answer (None: not covered)."""
+    scores = run_scores(run, items)
+    answers = {}
+    for item in items:
+        scored = [(scores[(item.query_id, c.passage_id)], c) for c in item.candidates if (item.query_id, c.passage_id) in scores]
+        answers[item.id] = max(scored, key=lambda pair: (pair[0][0], -pair[0][1]))[1] if scored else None
+    return answers
+
+
+def _item_entry(item: ShownItem, votes: np.ndarray, **extra) -> dict:
+    """An item for error analysis: its gold and the human votes per display position."""
+    return {
+        "item": item.id,
+        "position": item.position,
+        "query": item.query,
+        "gold": item.gold.position,
+        "gold_passage": item.gold.passage,
+        "votes": [int(count) for count in votes],
+        **extra,
+    }
+
+
+def _model_section(
+    run: Run, items: Sequence[ShownItem], votes: HumanVotes, supplied_negatives: set[int]
+) -> tuple[dict, list[dict]]:
+    """Accuracy of one run on the study's items and its paired test against the human majority
+    on the complete items; plus the items where unanimous humans chose the gold and the run
+    did not (RELiC Table 5)."""
+    section = {"run": run.pk, "name": str(run.retriever), "retriever": run.retriever.kind, "items": len(items)}
+    if run.pk in supplied_negatives:
+        return {**section, "comparable": False, "reason": NOT_COMPARABLE_REASON, "accuracy": None}, []
+    answers = model_answers(run, items)
+    covered = [item for item in items if answers[item.id] is not None]
+    correct = np.array([answers[item.id].is_gold for item in covered], dtype=bool)
+    paired = [(row, item) for row, item in enumerate(votes.items) if answers[item.id] is not None]
+    model_correct = np.array([answers[item.id].is_gold for _, item in paired], dtype=bool)
+    humans_correct = votes.majority_correct[[row for row, _ in paired]]
+    test = agreement.mcnemar_exact(model_correct, humans_correct)
+    humans_right_model_wrong = [
+        _item_entry(item, votes.counts[row], model_answer=answers[item.id].position, model_answer_passage=answers[item.id].passage)
+        for row, item in paired
+        if votes.unanimous_gold[row] and not answers[item.id].is_gold
+    ]
+    section = {
+        **section,
+        "comparable": True,
+        "reason": None,
+        "accuracy": _finite(agreement.share(correct)),
+        "confidence_interval": _interval(
+            agreement.bootstrap_interval(lambda weights: agreement.weighted_mean(correct, weights), len(correct))
+        ),
+        "covered_items": len(covered),
+        "coverage": _finite(len(covered) / len(items)) if items else None,
+        "mcnemar": {
+            "paired_items": len(paired),
+            "model_only_correct": test.first_only,
+            "humans_only_correct": test.second_only,
+            "p_value": test.p_value,
+        },
+    }
+    return section, humans_right_model_wrong
+
+
+def _random_section(study: Study, complete_items: int) -> dict:
+    baseline = agreement.random_baseline(study.candidates_per_item, study.judgments_per_item)
+    return {
+        "options": baseline.options,
+        "raters": baseline.raters,
+        "fleiss_kappa": baseline.fleiss_kappa,
+        "randolph_kappa": baseline.randolph_kappa,
+        "all_agree": baseline.all_agree,
+        "none_agree": baseline.none_agree,
+        "majority_accuracy": baseline.majority_accuracy,
+        "accuracy": baseline.accuracy,
+        "accuracy_range": _interval(agreement.random_accuracy_range(baseline.options, complete_items)),
+    }
+
+
+def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
+    """Everything the study report shows, as a JSON-ready dict (see DESIGN.md's contract)."""
+    _require_proxy(study)
+    shown = shown_items(study)
+    items = [item for item in shown if item.gold is not None]
+    choices = counted_choices(study)
+    choices_by_item: dict[int, list[Choice]] = {item.id: [] for item in items}
+    for choice in choices:
+        choices_by_item.setdefault(choice.item_id, []).append(choice)
+    required = study.judgments_per_item
+    complete = [item for item in items if len(choices_by_item[item.id]) == required]
+    incomplete = [item.id for item in items if len(choices_by_item[item.id]) < required]
+    over_judged = [item.id for item in items if len(choices_by_item[item.id]) > required]
+    categories = max([study.candidates_per_item, *(len(item.candidates) for item in items)])
+    votes = _human_votes(complete, choices_by_item, categories)
+    annotators = agreement.annotator_accuracy([(choice.annotator, choice.chose_gold) for choice in choices])
+    supplied_negatives = negatives_run_ids(study)
+    models, model_failures = {}, {}
+    for run in model_runs:
+        models[str(run.pk)], failures = _model_section(run, items, votes, supplied_negatives)
+        if models[str(run.pk)]["comparable"]:
+            model_failures[str(run.pk)] = failures
+    unanimous_non_gold = [
+        _item_entry(item, votes.counts[row], chosen=int(votes.counts[row].argmax()))
+        for row, item in enumerate(votes.items)
+        if votes.unanimous_non_gold[row]
+    ]
+    human = _agreement_section(votes)
+    return {
+        "study": {
+            "id": study.pk,
+            "name": study.name,
+            "kind": study.kind,
+            "candidates_per_item": study.candidates_per_item,
+            "judgments_per_item": required,
+        },
+        "computed_at": timezone.now().isoformat(),
+        "items": len(items),
+        "complete_items": len(complete),
+        "excluded_items": {
+            "incomplete": incomplete,
+            "over_judged": over_judged,
+            "without_gold": [item.id for item in shown if item.gold is None],
+        },
+        "judgments": len(choices),
+        **{key: human[key] for key in ("fleiss_kappa", "randolph_kappa", "all_agree", "none_agree", "majority_accuracy")},
+        "confidence_intervals": human["confidence_intervals"],
+        "confidence": {
+            "level": agreement.CONFIDENCE_LEVEL,
+            "method": "percentile bootstrap over items",
+            "resamples": agreement.BOOTSTRAP_RESAMPLES,
+            "seed": agreement.BOOTSTRAP_SEED,
+        },
+        "annotator_accuracy": {name: tally["accuracy"] for name, tally in annotators.items()},
+        "annotators": annotators,
+        "model_accuracy": {run_id: section["accuracy"] for run_id, section in models.items()},
+        "models": models,
+        "random_baseline": _random_section(study, len(complete)),
+        "error_analysis": {
+            "unanimous_non_gold": unanimous_non_gold,
+            "humans_agree_model_fails": model_failures,
+        },
+    }
+
+
+def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
+    """The stored report when its inputs are unchanged, else a fresh one (stored for next time)."""
+    _require_proxy(study)
+    key = ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
+    fingerprint = report_fingerprint(study, model_runs)
+    stored = StudyReport.objects.filter(study=study, model_runs_key=key, fingerprint=fingerprint).first()
+    if stored is not None:
+        return stored.payload
+    payload = study_report(study, model_runs)
+    with transaction.atomic():
+        StudyReport.objects.update_or_create(
+            study=study, model_runs_key=key, defaults={"fingerprint": fingerprint, "payload": payload}
+        )
+    return payload
