@@ -26,3 +26,9 @@ def require(condition: bool, reason: str) -> None:
 def shared_data() -> Path:
     require(SHARED_DATA.is_dir(), f"real data folder {SHARED_DATA} is missing")
     return SHARED_DATA
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    """Real hashing costs ~0.3 s per user; tests create many users and test no crypto."""
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
