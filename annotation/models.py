@@ -2,6 +2,8 @@
 
 Gold answers and the provenance of candidates (which run, which rank) live on `ItemCandidate`
 and are read only by staff code paths; annotator-facing selectors never select those fields.
+The rules (creating studies, the work queue, submitting and voiding) live in
+`annotation.services`; what is read back lives in `annotation.selectors`.
 """
 from django.conf import settings
 from django.db import models
@@ -37,6 +39,10 @@ class Study(models.Model):
         help_text="Who may work on it. Empty: every active annotator.",
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    parameters = models.JSONField(
+        default=dict, blank=True,
+        help_text="How the items were drawn (filters, requested count, skipped queries), for reproducibility.",
+    )
     created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
@@ -78,17 +84,23 @@ class ItemCandidate(models.Model):
         ]
 
 
+LIVE_ASSIGNMENT_STATES = ("active", "submitted")
+
+
 class Assignment(models.Model):
-    """A claim on one of an item's judgment slots.
+    """A claim on one of an item's judgment slots (0 .. judgments_per_item - 1).
 
     The (item, slot) uniqueness over live assignments is what makes over-assignment impossible
-    even when two requests race: the database refuses the second claim of the same slot.
+    even when two requests race: the database refuses the second claim of the same slot. An
+    expired claim, or the assignment of a voided judgment, frees its slot for someone else.
+    Imported judgments hold slots too, so every judgment of an item is counted the same way.
     """
 
     class State(models.TextChoices):
         ACTIVE = "active"
         SUBMITTED = "submitted"
         EXPIRED = "expired"
+        VOIDED = "voided"
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
@@ -101,16 +113,26 @@ class Assignment(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["item", "slot"], condition=~Q(state="expired"), name="assignment_unique_live_slot"
+                fields=["item", "slot"], condition=Q(state__in=LIVE_ASSIGNMENT_STATES),
+                name="assignment_unique_live_slot",
             ),
             models.UniqueConstraint(
-                fields=["item", "annotator"], condition=~Q(state="expired"), name="assignment_unique_live_annotator"
+                fields=["item", "annotator"], condition=Q(state__in=LIVE_ASSIGNMENT_STATES),
+                name="assignment_unique_live_annotator",
             ),
         ]
+        indexes = [models.Index(fields=["annotator", "state"])]
+
+
+VOID_FIELDS = frozenset({"voided", "void_reason", "voided_by", "voided_at"})
 
 
 class Judgment(models.Model):
-    """What an annotator answered. Immutable once written; staff may void it (kept, excluded)."""
+    """What an annotator answered. Immutable once written; staff may void it (kept, excluded).
+
+    `seconds` is what the client reported (clamped), `server_seconds` the time the server saw
+    between the claim and the submission; the two disagree when a tab sat open or a client lies.
+    """
 
     class Source(models.TextChoices):
         WEB = "web"
@@ -125,6 +147,7 @@ class Judgment(models.Model):
     rubric = models.JSONField(default=dict, blank=True)
     rationale = models.TextField(blank=True)
     seconds = models.FloatField(null=True, blank=True)
+    server_seconds = models.FloatField(null=True, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.WEB)
     submitted_at = models.DateTimeField(auto_now_add=True)
     voided = models.BooleanField(default=False)
@@ -135,6 +158,15 @@ class Judgment(models.Model):
     class Meta:
         ordering = ["item_id", "submitted_at"]
         constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="judgment_unique_per_annotator")]
+
+    def save(self, *args, **kwargs):
+        """Refuse to rewrite an answer: after the first save only the void fields may change."""
+        update_fields = kwargs.get("update_fields")
+        if self.pk is not None and not self._state.adding and (
+            update_fields is None or not set(update_fields) <= VOID_FIELDS
+        ):
+            raise ValueError("a submitted judgment is immutable; only voiding may change it")
+        super().save(*args, **kwargs)
 
 
 class AnnotatorProfile(models.Model):

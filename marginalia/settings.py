@@ -5,6 +5,7 @@ Production: set DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS, DATABAS
 with DEBUG off the security settings below make `manage.py check --deploy` pass.
 """
 import os
+import tempfile
 from pathlib import Path
 
 import dj_database_url
@@ -83,6 +84,9 @@ DATABASES = {
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes (web, worker, commands) share the file: wait for locks instead of failing.
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 30, "transaction_mode": "IMMEDIATE"})
+    # Test runs get a file of their own (not shared-cache memory, where concurrent threads fail
+    # with "table is locked" instead of waiting), one per process so parallel runs never meet.
+    DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"marginalia-test-{os.getpid()}.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -126,7 +130,19 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
-SPECTACULAR_SETTINGS = {"TITLE": "Marginalia API", "VERSION": "1.0.0"}
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Marginalia API",
+    "VERSION": "1.0.0",
+    # Several models have a "kind" or "status" choice set; name each one after its model.
+    "ENUM_NAME_OVERRIDES": {
+        "CollectionKindEnum": "retrieval.models.Collection.Kind",
+        "RetrieverKindEnum": "retrieval.models.Retriever.Kind",
+        "JobStatusEnum": "retrieval.models.Job.Status",
+        "RunStatusEnum": "retrieval.models.Run.Status",
+        "StudyKindEnum": "annotation.models.Study.Kind",
+        "StudyStatusEnum": "annotation.models.Study.Status",
+    },
+}
 
 # Celery: one app, two queues. CPU work (BM25, imports, reports) goes to "cpu"; encoding and
 # training go to "gpu", which a worker on a GPU node consumes.

@@ -1,0 +1,234 @@
+"""REST endpoints for annotators (next item, submit) and staff (studies, judgments export, void).
+
+Thin views: each translates HTTP into one service or selector call and the service's refusals
+into status codes (AnnotationForbidden 403, SubmissionRejected 400/409, InputError 400).
+"""
+import csv
+import io
+import json
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import generics, permissions, status
+from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from retrieval.errors import InputError
+
+from .models import Item, ItemCandidate, Judgment, Study
+from .selectors import JUDGMENT_COLUMNS, judgment_rows, study_overview
+from .serializers import StudyCreateSerializer, StudySerializer, SubmitSerializer, VoidSerializer
+from .services import (
+    AnnotationForbidden,
+    SubmissionRejected,
+    create_proxy_study,
+    next_work,
+    submit_judgment,
+    void_judgment,
+)
+
+
+def _input_error(exc: InputError) -> ValidationError:
+    return ValidationError({exc.field or "non_field_errors": [exc.message]})
+
+
+# --- annotators --------------------------------------------------------------------------------
+
+
+class NextItemView(APIView):
+    """The annotator's current item in the study (resumed), else a newly claimed one, else
+    `{"finished": true}`. GET and POST do the same; POST is for clients that avoid side
+    effects on GET."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        try:
+            return Response(next_work(study, request.user))
+        except AnnotationForbidden as exc:
+            raise PermissionDenied(str(exc)) from exc
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, study_id):
+        return self.get(request, study_id)
+
+
+class SubmitView(APIView):
+    """Store the annotator's answer to an item they claimed. 201 when stored, 200 when they had
+    already answered (the stored answer is returned, unchanged)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=SubmitSerializer, responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT})
+    def post(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        form = SubmitSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        item = Item.objects.filter(study=study, pk=data["item"]).select_related("study").first()
+        if item is None:
+            raise ValidationError({"item": [f"no item {data['item']} in this study"]})
+        candidate = None
+        if "candidate" in data:
+            candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
+            if candidate is None:
+                raise ValidationError({"candidate": ["not one of this item's candidates"]})
+        try:
+            submission = submit_judgment(
+                annotator=request.user, item=item, candidate=candidate, position=data.get("position"),
+                label=data.get("label"), seconds=data.get("seconds"),
+            )
+        except AnnotationForbidden as exc:
+            raise PermissionDenied(str(exc)) from exc
+        except SubmissionRejected as exc:
+            code = status.HTTP_409_CONFLICT if exc.conflict else status.HTTP_400_BAD_REQUEST
+            return Response({"detail": str(exc)}, status=code)
+        judgment = submission.judgment
+        return Response(
+            {
+                "item": item.pk,
+                "candidate": judgment.choice_id,
+                "position": judgment.choice.position if judgment.choice else None,
+                "label": judgment.label,
+                "submitted_at": judgment.submitted_at.isoformat(),
+                "created": submission.created,
+            },
+            status=status.HTTP_201_CREATED if submission.created else status.HTTP_200_OK,
+        )
+
+
+# --- staff -------------------------------------------------------------------------------------
+
+
+class StudyListCreateView(generics.ListCreateAPIView):
+    """Staff: every study with its counts; POST creates a proxy study (same rules as the staff
+    form and `create_study`)."""
+
+    permission_classes = [permissions.IsAdminUser]
+    queryset = Study.objects.select_related("collection", "created_by").prefetch_related("annotators")
+    serializer_class = StudySerializer
+
+    def get_serializer_class(self):
+        return StudyCreateSerializer if self.request.method == "POST" else StudySerializer
+
+    def list(self, request, *args, **kwargs):
+        page = self.paginate_queryset(self.get_queryset())
+        return self.get_paginated_response(
+            [{**StudySerializer(study).data, "overview": study_overview(study)} for study in page]
+        )
+
+    @extend_schema(request=StudyCreateSerializer, responses={201: OpenApiTypes.OBJECT})
+    def create(self, request, *args, **kwargs):
+        form = StudyCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        options = dict(form.validated_data)
+        options.pop("kind")
+        try:
+            creation = create_proxy_study(**options, created_by=request.user)
+        except InputError as exc:
+            raise _input_error(exc) from exc
+        body = {**creation.summary(), "study": StudySerializer(creation.study).data}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+class StudyDetailView(generics.RetrieveAPIView):
+    permission_classes = [permissions.IsAdminUser]
+    queryset = StudyListCreateView.queryset
+    serializer_class = StudySerializer
+
+    def retrieve(self, request, *args, **kwargs):
+        study = self.get_object()
+        return Response({**StudySerializer(study).data, "overview": study_overview(study)})
+
+
+class CSVRenderer(BaseRenderer):
+    media_type = "text/csv"
+    format = "csv"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        out = io.StringIO()
+        writer = csv.DictWriter(out, fieldnames=JUDGMENT_COLUMNS, lineterminator="\n")
+        writer.writeheader()
+        for row in data:
+            writer.writerow({**row, "label": "" if row["label"] is None else json.dumps(row["label"])})
+        return out.getvalue().encode(self.charset)
+
+
+class JSONLinesRenderer(BaseRenderer):
+    media_type = "application/x-ndjson"
+    format = "jsonl"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return "".join(json.dumps(row, sort_keys=True) + "\n" for row in data).encode(self.charset)
+
+
+class JudgmentExportView(APIView):
+    """Staff: one flat row per judgment of `?study=ID` (voided ones flagged), as
+    `?format=json` (default), `csv` or `jsonl`. The renderers carry DRF's `format` override,
+    so the query parameter selects them; errors are always JSON."""
+
+    permission_classes = [permissions.IsAdminUser]
+    renderer_classes = [JSONRenderer, CSVRenderer, JSONLinesRenderer]
+    FORMATS = ("json", "csv", "jsonl")
+
+    def perform_content_negotiation(self, request, force=False):
+        wanted = request.query_params.get("format")
+        if not force and wanted is not None and wanted not in self.FORMATS:
+            raise ValidationError({"format": [f"must be one of {', '.join(self.FORMATS)}"]})
+        return super().perform_content_negotiation(request, force)
+
+    def handle_exception(self, exc):
+        self.request.accepted_renderer, self.request.accepted_media_type = JSONRenderer(), "application/json"
+        return super().handle_exception(exc)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("study", int, required=True),
+            OpenApiParameter("format", str, enum=list(FORMATS)),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    def get(self, request):
+        study_id = request.query_params.get("study", "")
+        if not study_id.isdigit():
+            raise ValidationError({"study": ["give the study id: ?study=ID"]})
+        study = Study.objects.filter(pk=int(study_id)).first()
+        if study is None:
+            raise NotFound(f"no study {study_id}")
+        response = Response(judgment_rows(study))
+        extension = request.accepted_renderer.format
+        if extension in ("csv", "jsonl"):
+            response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-judgments.{extension}"'
+        return response
+
+
+class VoidJudgmentView(APIView):
+    """Staff: exclude a judgment from statistics, with a reason. It stays in the export."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=VoidSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, pk):
+        judgment = get_object_or_404(Judgment, pk=pk)
+        form = VoidSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            judgment = void_judgment(judgment, by=request.user, reason=form.validated_data["reason"])
+        except InputError as exc:
+            raise _input_error(exc) from exc
+        return Response(
+            {
+                "judgment": judgment.pk,
+                "voided": judgment.voided,
+                "void_reason": judgment.void_reason,
+                "voided_by": judgment.voided_by.get_username() if judgment.voided_by else None,
+                "voided_at": judgment.voided_at.isoformat() if judgment.voided_at else None,
+            }
+        )

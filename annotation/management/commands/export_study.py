@@ -1,0 +1,23 @@
+"""`export_study STUDY_ID`: one JSON object per line and per item, in study order: `item`,
+`query` (external id), `candidates` (passage external ids in display order), `gold`, and
+`sources` (candidate -> {"run", "rank"}; the gold's are null). Staff data: it names the gold."""
+import json
+
+from django.core.management.base import BaseCommand, CommandError
+
+from annotation.models import Study
+from annotation.selectors import study_export_rows
+
+
+class Command(BaseCommand):
+    help = "Export a study's items with their candidates, gold and candidate sources, as JSON lines."
+
+    def add_arguments(self, parser):
+        parser.add_argument("study_id", type=int)
+
+    def handle(self, *args, **options):
+        study = Study.objects.filter(pk=options["study_id"]).first()
+        if study is None:
+            raise CommandError(f"field 'study_id': no study {options['study_id']}")
+        for row in study_export_rows(study):
+            self.stdout.write(json.dumps(row, sort_keys=True))

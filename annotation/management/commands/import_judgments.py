@@ -1,0 +1,24 @@
+"""`import_judgments STUDY_ID FILE.jsonl [--json]` -> `imported`, `rejected`.
+
+Rows: {"item": id, "annotator": name, "choice": passage external id} (or "label" for label
+studies), optionally "seconds". The whole file is one transaction: any bad row is an error
+naming the file, line and field, and nothing is written. Rows identical to judgments already
+stored are skipped and counted as `rejected`, so on a first import `rejected` is 0."""
+from annotation.models import Study
+from annotation.services import import_judgments
+from retrieval.errors import InputError
+from retrieval.management.base import JsonCommand
+
+
+class Command(JsonCommand):
+    help = "Import judgments from a JSON-lines file into a study (all or nothing)."
+
+    def add_command_arguments(self, parser):
+        parser.add_argument("study_id", type=int)
+        parser.add_argument("file", help="JSON lines: item, annotator, choice | label, optional seconds.")
+
+    def run(self, **options):
+        study = Study.objects.filter(pk=options["study_id"]).first()
+        if study is None:
+            raise InputError(f"no study {options['study_id']}", field="study_id")
+        return import_judgments(study, options["file"]).summary()

@@ -1,0 +1,265 @@
+"""The work queue: claiming items, submitting judgments, voiding them.
+
+Every judgment of an item occupies one of its `judgments_per_item` slots through a live
+Assignment; the database refuses a second live claim of the same (item, slot) or (item,
+annotator). Claims lock the item row (SELECT ... FOR UPDATE where the database has it; SQLite
+serialises writers with BEGIN IMMEDIATE) and retry when a racing claim wins, so no item ever
+gets more judgments than it needs and no annotator judges an item twice.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from datetime import timedelta
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, OperationalError, transaction
+from django.db.models import Count, Q
+from django.utils import timezone
+
+from retrieval.errors import InputError
+
+from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study
+from ..selectors import annotator_item_payload, finished_payload
+
+# Client-reported seconds outside this range are clamped: a day is longer than any honest item.
+MAX_REPORTED_SECONDS = 24 * 3600.0
+CLAIM_ATTEMPTS = 5
+# How many of the neediest items one claim attempt looks at before giving up on this round.
+CLAIM_CANDIDATES = 20
+
+
+class AnnotationForbidden(Exception):
+    """The annotator may not work on this study (blocked, not on the study's list, inactive)."""
+
+
+class SubmissionRejected(Exception):
+    """A submission that cannot be stored. `conflict` marks the ones about the state of the
+    queue (no claim, claim lost, study closed) rather than a malformed answer."""
+
+    def __init__(self, message: str, *, conflict: bool = False):
+        super().__init__(message)
+        self.conflict = conflict
+
+
+@dataclass(frozen=True)
+class Submission:
+    judgment: Judgment
+    created: bool  # False: the annotator had already judged this item; the stored answer stands
+
+
+def annotator_refusal(study: Study, annotator) -> str | None:
+    """Why `annotator` may not work on `study`, or None when they may."""
+    if not annotator.is_active:
+        return "your account is inactive"
+    profile = getattr(annotator, "annotator_profile", None)
+    if profile is not None and profile.blocked:
+        return "your account is blocked from annotation"
+    if study.annotators.exists() and not study.annotators.filter(pk=annotator.pk).exists():
+        return "you are not one of this study's annotators"
+    return None
+
+
+def claim_next_item(study: Study, annotator) -> Assignment | None:
+    """The annotator's current claim in the study, or a new claim on the item that most needs a
+    judgment and that they have not judged; None when nothing is left for them.
+
+    Raises AnnotationForbidden for blocked, inactive or not-allowed annotators.
+    """
+    refusal = annotator_refusal(study, annotator)
+    if refusal:
+        raise AnnotationForbidden(refusal)
+    if study.status != Study.Status.OPEN:
+        return None
+    for attempt in range(1, CLAIM_ATTEMPTS + 1):
+        try:
+            with transaction.atomic():
+                return _claim(study, annotator)
+        except _QueueMoved:
+            continue
+        except (IntegrityError, OperationalError):
+            # A racing claim took the slot between our look and our insert (IntegrityError), or
+            # two claimers each locked an item the other wanted next (a deadlock the database
+            # broke by failing one of them): look again with fresh counts.
+            if attempt == CLAIM_ATTEMPTS:
+                raise
+    return None
+
+
+class _QueueMoved(Exception):
+    """Every item that looked free was filled by others before we could lock it."""
+
+
+def _claim(study: Study, annotator) -> Assignment | None:
+    now = timezone.now()
+    # Serialise one annotator's own requests (two tabs): they must resume, not claim twice.
+    get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
+    expire_stale_claims(study, now)
+    current = (
+        Assignment.objects.filter(item__study=study, annotator=annotator, state=Assignment.State.ACTIVE)
+        .select_related("item")
+        .order_by("claimed_at")
+        .first()
+    )
+    if current is not None:
+        return current
+    needy = (
+        Item.objects.filter(study=study)
+        .exclude(judgments__annotator=annotator)
+        .exclude(pk__in=Assignment.objects.filter(annotator=annotator, state__in=LIVE_ASSIGNMENT_STATES).values("item"))
+        .annotate(live=Count("assignments", filter=Q(assignments__state__in=LIVE_ASSIGNMENT_STATES)))
+        .filter(live__lt=study.judgments_per_item)
+        .order_by("live", "position")
+        .values_list("pk", flat=True)[:CLAIM_CANDIDATES]
+    )
+    needy = list(needy)
+    for item_id in needy:
+        item = Item.objects.select_for_update().get(pk=item_id)
+        slot = free_slot(item, study.judgments_per_item)
+        if slot is not None:
+            return Assignment.objects.create(
+                item=item, annotator=annotator, slot=slot, expires_at=now + timedelta(minutes=study.claim_minutes)
+            )
+    if needy:
+        raise _QueueMoved
+    return None
+
+
+def next_work(study: Study, annotator) -> dict:
+    """The annotator's current or next item as shown to them, or the finished payload. What the
+    web page and the API both serve."""
+    assignment = claim_next_item(study, annotator)
+    if assignment is None:
+        return finished_payload(study, annotator)
+    return annotator_item_payload(assignment)
+
+
+def expire_stale_claims(study: Study, now=None) -> int:
+    """Return abandoned claims to the queue (done lazily, whenever someone looks for work)."""
+    return Assignment.objects.filter(
+        item__study=study, state=Assignment.State.ACTIVE, expires_at__lte=now or timezone.now()
+    ).update(state=Assignment.State.EXPIRED)
+
+
+def free_slot(item: Item, slots: int) -> int | None:
+    """The lowest of the item's slots that no live assignment holds (call with the item locked)."""
+    taken = set(item.assignments.filter(state__in=LIVE_ASSIGNMENT_STATES).values_list("slot", flat=True))
+    return next((slot for slot in range(slots) if slot not in taken), None)
+
+
+def submit_judgment(
+    *,
+    annotator,
+    item: Item,
+    candidate: ItemCandidate | None = None,
+    position: int | None = None,
+    label=None,
+    seconds=None,
+) -> Submission:
+    """Store the annotator's answer to `item`: a candidate (or its 0-based display position)
+    for proxy studies, a label otherwise.
+
+    Idempotent: when the annotator already judged the item, the stored judgment is returned
+    unchanged, whatever the new answer. A claim that expired still counts if one of the item's
+    slots is free (the annotator did the work; nobody else took their place); otherwise the
+    submission is rejected.
+    """
+    study = item.study
+    refusal = annotator_refusal(study, annotator)
+    if refusal:
+        raise AnnotationForbidden(refusal)
+    try:
+        with transaction.atomic():
+            # Under the item's lock a racing double submission sees the first one's judgment.
+            Item.objects.select_for_update().filter(pk=item.pk).first()
+            stored = Judgment.objects.filter(item=item, annotator=annotator).first()
+            if stored is not None:
+                return Submission(stored, created=False)
+            if study.status != Study.Status.OPEN:
+                raise SubmissionRejected("this study is closed", conflict=True)
+            choice = _resolve_answer(item, candidate, position, label)
+            assignment = _submittable_assignment(item, annotator)
+            now = timezone.now()
+            judgment = Judgment.objects.create(
+                item=item, annotator=annotator, assignment=assignment, choice=choice,
+                label=None if choice is not None else label, seconds=clamp_seconds(seconds),
+                server_seconds=(now - assignment.claimed_at).total_seconds(), source=Judgment.Source.WEB,
+            )
+            Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
+    except IntegrityError:
+        # The database refused a second judgment of the same annotator: the first one stands.
+        stored = Judgment.objects.filter(item=item, annotator=annotator).first()
+        if stored is None:
+            raise SubmissionRejected("this item's judgments were completed by others meanwhile", conflict=True) from None
+        return Submission(stored, created=False)
+    return Submission(judgment, created=True)
+
+
+def _resolve_answer(item: Item, candidate: ItemCandidate | None, position: int | None, label):
+    """The chosen ItemCandidate for proxy studies (None for label studies), validated."""
+    if item.study.kind != Study.Kind.PROXY:
+        if label is None:
+            raise SubmissionRejected("a label is required")
+        return None
+    if candidate is None and position is None:
+        raise SubmissionRejected("choose one of the candidates")
+    if candidate is not None:
+        if candidate.item_id != item.pk or (position is not None and candidate.position != position):
+            raise SubmissionRejected("that candidate is not one of this item's")
+        return candidate
+    found = ItemCandidate.objects.filter(item=item, position=position).first()
+    if found is None:
+        raise SubmissionRejected(f"this item has no candidate at position {position}")
+    return found
+
+
+def _submittable_assignment(item: Item, annotator) -> Assignment:
+    """The annotator's live claim on the item, or their expired one revived into a free slot."""
+    live = Assignment.objects.filter(item=item, annotator=annotator, state=Assignment.State.ACTIVE).first()
+    if live is not None:
+        return live
+    expired = (
+        Assignment.objects.filter(item=item, annotator=annotator, state=Assignment.State.EXPIRED)
+        .order_by("-claimed_at")
+        .first()
+    )
+    if expired is None:
+        raise SubmissionRejected("you hold no claim on this item", conflict=True)
+    slot = free_slot(item, item.study.judgments_per_item)
+    if slot is None:
+        raise SubmissionRejected("your claim expired and others have completed this item", conflict=True)
+    Assignment.objects.filter(pk=expired.pk).update(state=Assignment.State.ACTIVE, slot=slot)
+    expired.refresh_from_db()
+    return expired
+
+
+def clamp_seconds(seconds) -> float | None:
+    """Client-reported time, kept within [0, MAX_REPORTED_SECONDS]; None when absent or not a
+    finite number (a broken timer says nothing)."""
+    if seconds is None or isinstance(seconds, bool):
+        return None
+    try:
+        value = float(seconds)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(value):
+        return None
+    return min(MAX_REPORTED_SECONDS, max(0.0, value))
+
+
+def void_judgment(judgment: Judgment, *, by, reason: str) -> Judgment:
+    """Exclude a judgment from statistics, keeping it for the record. Its slot is freed, so the
+    item goes back to the queue for someone else (never the same annotator: one judgment per
+    item and annotator, voided or not). Voiding twice keeps the first reason."""
+    if not reason or not reason.strip():
+        raise InputError("a reason is required to void a judgment", field="reason")
+    with transaction.atomic():
+        judgment = Judgment.objects.select_for_update().get(pk=judgment.pk)
+        if judgment.voided:
+            return judgment
+        judgment.voided, judgment.void_reason = True, reason.strip()
+        judgment.voided_by, judgment.voided_at = by, timezone.now()
+        judgment.save(update_fields=["voided", "void_reason", "voided_by", "voided_at"])
+        if judgment.assignment_id:
+            Assignment.objects.filter(pk=judgment.assignment_id).update(state=Assignment.State.VOIDED)
+    return judgment

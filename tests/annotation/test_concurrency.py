@@ -1,0 +1,77 @@
+"""Five annotators racing through one study in threads, each with its own database connection:
+afterwards no item has more judgments than it needs and nobody judged an item twice. Runs on
+the configured database: SQLite by default (writers serialised), Postgres when DATABASE_URL
+points at one (row locks and the partial unique constraints do the work)."""
+import threading
+from collections import Counter
+
+import pytest
+from django.db import connection
+
+from annotation.models import Assignment, Judgment
+from annotation.services import claim_next_item, submit_judgment
+from tests.factories import make_annotator, make_relic_proxy_study
+
+ANNOTATORS = 5
+ITEMS = 8
+JUDGMENTS_PER_ITEM = 3
+
+
+def work_through(study, annotator, errors):
+    """Claim and answer until the queue has nothing more for this annotator; every answer is
+    submitted twice, like an impatient double click."""
+    try:
+        for _ in range(ITEMS + 1):
+            assignment = claim_next_item(study, annotator)
+            if assignment is None:
+                return
+            for _ in range(2):
+                submit_judgment(annotator=annotator, item=assignment.item, position=annotator.pk % 3, seconds=1)
+    except Exception as exc:  # noqa: BLE001 - reported to the main thread, which fails the test
+        errors.append(exc)
+    finally:
+        connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_racing_annotators_never_overfill_an_item_or_judge_twice():
+    study = make_relic_proxy_study(ITEMS, judgments_per_item=JUDGMENTS_PER_ITEM)
+    annotators = [make_annotator(f"racer{n}") for n in range(ANNOTATORS)]
+    errors: list[Exception] = []
+    threads = [threading.Thread(target=work_through, args=(study, a, errors)) for a in annotators]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    per_item = Counter(Judgment.objects.values_list("item_id", flat=True))
+    assert per_item == {item.pk: JUDGMENTS_PER_ITEM for item in study.items.all()}
+    pairs = Counter(Judgment.objects.values_list("item_id", "annotator_id"))
+    assert max(pairs.values()) == 1
+    assert not Assignment.objects.filter(state=Assignment.State.ACTIVE).exists()
+    assert Assignment.objects.filter(state=Assignment.State.SUBMITTED).count() == ITEMS * JUDGMENTS_PER_ITEM
+
+
+@pytest.mark.django_db(transaction=True)
+def test_simultaneous_double_submissions_store_one_judgment():
+    study = make_relic_proxy_study(1)
+    annotator = make_annotator()
+    item = claim_next_item(study, annotator).item
+    stored, errors = [], []
+
+    def submit(position):
+        try:
+            stored.append(submit_judgment(annotator=annotator, item=item, position=position).judgment.pk)
+        except Exception as exc:  # noqa: BLE001 - reported to the main thread, which fails the test
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=submit, args=(n % 3,)) for n in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert errors == []
+    assert len(set(stored)) == 1 and Judgment.objects.count() == 1

@@ -1,0 +1,357 @@
+"""Small builders shared by the test suites: each makes the least data a test needs and
+returns the objects, so tests read as the situation they set up."""
+from __future__ import annotations
+
+import io
+import itertools
+import json
+
+from django.contrib.auth import get_user_model
+from django.core.management import call_command
+
+from annotation.models import AnnotatorProfile, Item, ItemCandidate, Judgment, Study
+from retrieval.models import Collection, Document, Hit, Passage, PoolEntry, Qrel, Query, Retriever, Run, Sentence
+
+_sequence = itertools.count(1)
+
+
+def make_user(username: str | None = None, *, staff: bool = False, password: str = "pw-for-tests"):
+    """An active user; `staff=True` gives the staff flag (not superuser)."""
+    username = username or f"user{next(_sequence)}"
+    return get_user_model().objects.create_user(username=username, password=password, is_staff=staff)
+
+
+def make_collection(name: str | None = None, kind: str = Collection.Kind.BEIR) -> Collection:
+    return Collection.objects.create(name=name or f"collection-{next(_sequence)}", kind=kind)
+
+
+def make_passages(collection: Collection, count: int) -> list[Passage]:
+    start = collection.passages.count()
+    return [
+        Passage.objects.create(
+            collection=collection, external_id=f"p{start + index}", text=f"passage {start + index}", ordinal=start + index
+        )
+        for index in range(count)
+    ]
+
+
+def make_query(collection: Collection, external_id: str | None = None) -> Query:
+    external_id = external_id or f"q{next(_sequence)}"
+    return Query.objects.create(collection=collection, external_id=external_id, text=f"query {external_id}")
+
+
+def make_run(collection: Collection, kind: str = Retriever.Kind.BM25, name: str | None = None) -> Run:
+    retriever = Retriever.objects.create(name=name or f"{kind}-{next(_sequence)}", kind=kind)
+    return Run.objects.create(retriever=retriever, collection=collection, status=Run.Status.DONE)
+
+
+def add_hits(run: Run, query: Query, scored_passages: list[tuple[Passage, float]]) -> list[Hit]:
+    """Store hits in the given order as ranks 1, 2, ... with the given scores."""
+    return [
+        Hit.objects.create(run=run, query=query, passage=passage, rank=rank, score=score)
+        for rank, (passage, score) in enumerate(scored_passages, start=1)
+    ]
+
+
+def make_proxy_study(
+    collection: Collection | None = None,
+    *,
+    gold_positions: list[int],
+    candidates: int = 3,
+    judgments_per_item: int = 3,
+    negatives_run: Run | None = None,
+    name: str | None = None,
+) -> Study:
+    """A proxy study with one item per entry of `gold_positions`; each item gets a fresh query
+    and `candidates` fresh passages, the gold shown at the given 0-based position. Negatives
+    are marked as coming from `negatives_run` (ranks 1, 2, ...) when one is given."""
+    collection = collection or make_collection()
+    study = Study.objects.create(
+        name=name or f"study-{next(_sequence)}",
+        kind=Study.Kind.PROXY,
+        collection=collection,
+        negatives_run=negatives_run,
+        candidates_per_item=candidates,
+        judgments_per_item=judgments_per_item,
+    )
+    for item_position, gold_position in enumerate(gold_positions):
+        item = Item.objects.create(study=study, query=make_query(collection), position=item_position)
+        negative_ranks = itertools.count(1)
+        for position, passage in enumerate(make_passages(collection, candidates)):
+            is_gold = position == gold_position
+            ItemCandidate.objects.create(
+                item=item,
+                passage=passage,
+                position=position,
+                is_gold=is_gold,
+                source_run=None if is_gold else negatives_run,
+                source_rank=None if is_gold or negatives_run is None else next(negative_ranks),
+            )
+    return study
+
+
+def add_judgment(item: Item, annotator, position: int) -> Judgment:
+    """A submitted (imported) choice of the candidate shown at `position`."""
+    choice = item.candidates.get(position=position)
+    return Judgment.objects.create(item=item, annotator=annotator, choice=choice, source=Judgment.Source.IMPORT)
+
+
+# --- importer inputs and checks (tests/retrieval/test_import_*.py) ------------------------------
+
+
+def retrieval_row_counts() -> dict[str, int]:
+    """How many rows every retrieval table holds: compare before and after to prove that a
+    failed import wrote nothing."""
+    tables = (Collection, Document, Sentence, Passage, Query, Qrel, PoolEntry)
+    return {model.__name__: model.objects.count() for model in tables}
+
+
+def call_json_command(name: str, *args) -> dict:
+    """Run a management command with --json and return the JSON object on its last stdout line."""
+    out = io.StringIO()
+    call_command(name, *map(str, args), "--json", stdout=out)
+    return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def relic_book(sentences: list[str], quotes: dict[str, list], candidates: dict[str, list[int]] | None = None) -> dict:
+    """One book of a RELiC JSON file; candidates default to every window of lengths 1..5."""
+    if candidates is None:
+        candidates = {f"{n}_sentence": list(range(len(sentences) - n + 1)) for n in range(1, 6)}
+    return {"quotes": quotes, "sentences": list(sentences), "candidates": candidates}
+
+
+def write_relic_file(path, books: dict[str, dict]):
+    """Write a RELiC JSON file (book id -> relic_book(...)), indented so errors have lines."""
+    path.write_text(json.dumps(books, indent=1), encoding="utf-8")
+    return path
+
+
+def write_beir_folder(
+    directory,
+    corpus: list[dict],
+    queries: list[dict],
+    qrels: list[tuple[str, str, int]],
+    pools: dict[str, list[str]] | None = None,
+    qrels_name: str = "qrels.tsv",
+):
+    """Write a BEIR-style folder: corpus.jsonl, queries.jsonl, a qrels file (with its header) at
+    `qrels_name`, and pools.jsonl when `pools` is given."""
+    directory.mkdir(parents=True, exist_ok=True)
+    for name, records in (("corpus.jsonl", corpus), ("queries.jsonl", queries)):
+        (directory / name).write_text("".join(json.dumps(record) + "\n" for record in records), encoding="utf-8")
+    qrels_path = directory / qrels_name
+    qrels_path.parent.mkdir(parents=True, exist_ok=True)
+    rows = ["query-id\tcorpus-id\tscore", *(f"{q}\t{c}\t{s}" for q, c, s in qrels)]
+    qrels_path.write_text("\n".join(rows) + "\n", encoding="utf-8")
+    if pools is not None:
+        lines = (json.dumps({"query-id": q, "corpus-ids": ids}) + "\n" for q, ids in pools.items())
+        (directory / "pools.jsonl").write_text("".join(lines), encoding="utf-8")
+    return directory
+
+
+# --- proxy studies built through the real service (tests/annotation/) ---------------------------
+
+
+def make_annotator(username: str | None = None, *, blocked: bool = False, password: str = "pw-for-tests"):
+    """An active, non-staff user with an annotator profile (blocked when asked)."""
+    user = make_user(username, password=password)
+    AnnotatorProfile.objects.create(user=user, blocked=blocked, blocked_reason="blocked in a test" if blocked else "")
+    return user
+
+
+def book_sentence(index: int) -> str:
+    """The text of sentence `index` of make_relic_collection's book: distinct and long enough to
+    count as a sentence of its own."""
+    return f"Sentence number {index} of the novel says something of its own."
+
+
+def make_relic_collection(
+    n_queries: int, *, book_sentences: int | None = None, quote_length: int = 1, name: str | None = None
+) -> Collection:
+    """A RELiC-style collection: one book whose passages are all windows of 1..quote_length
+    sentences (external ids "book:start:length"), and `n_queries` quotes of `quote_length`
+    sentences, each with 4 sentences of critic's context on either side and its gold window as
+    the one relevant qrel. Quote i starts at sentence 10 + 10 * i."""
+    book_sentences = book_sentences or 10 * n_queries + 20
+    collection = make_collection(name, kind=Collection.Kind.RELIC)
+    book = Document.objects.create(collection=collection, external_id="book", title="A Novel")
+    Sentence.objects.bulk_create(
+        [Sentence(document=book, index=index, text=book_sentence(index)) for index in range(book_sentences)]
+    )
+    Passage.objects.bulk_create(
+        [
+            Passage(
+                collection=collection, document=book, external_id=f"book:{start}:{length}", start=start, length=length,
+                text=" ".join(book_sentence(i) for i in range(start, start + length)), ordinal=ordinal,
+            )
+            for ordinal, (length, start) in enumerate(
+                (length, start) for length in range(1, quote_length + 1)
+                for start in range(book_sentences - length + 1)
+            )
+        ]
+    )
+    for number in range(n_queries):
+        start = 10 + 10 * number
+        query = Query.objects.create(
+            collection=collection, external_id=f"quote{number}", document=book, quote_length=quote_length,
+            left_context=[f"Critic {number} writes remark {j} before the quotation." for j in range(4)],
+            right_context=[f"Critic {number} adds remark {j} after the quotation." for j in range(4)],
+            ordinal=number,
+        )
+        Qrel.objects.create(query=query, passage=collection.passages.get(external_id=f"book:{start}:{quote_length}"),
+                            relevance=1)
+    return collection
+
+
+def make_scored_run(collection: Collection, scores: dict, kind: str = Retriever.Kind.BM25) -> Run:
+    """A finished run whose hits rank, per query, the given {passage: score} by score descending
+    (ties: passage order). Queries and passages may be objects or external ids."""
+    run = make_run(collection, kind)
+    for query, passage_scores in scores.items():
+        if isinstance(query, str):
+            query = collection.queries.get(external_id=query)
+        scored = [
+            (collection.passages.get(external_id=p) if isinstance(p, str) else p, float(s))
+            for p, s in passage_scores.items()
+        ]
+        scored.sort(key=lambda pair: (-pair[1], pair[0].ordinal))
+        Hit.objects.bulk_create(
+            [Hit(run=run, query=query, passage=p, rank=rank, score=s) for rank, (p, s) in enumerate(scored, start=1)]
+        )
+    return run
+
+
+def make_neighbour_run(collection: Collection, depth: int = 30) -> Run:
+    """A run that ranks, for every query with a gold (its one relevant passage), the `depth`
+    windows of the quote's length nearest to the gold (nearest first, the gold itself included),
+    like a retriever fooled by neighbouring text. Windows that touch the gold come first, so
+    study creation must skip them when quotes are longer than one sentence."""
+    scores = {}
+    for qrel in Qrel.objects.filter(query__collection=collection, relevance__gt=0).select_related("query", "passage"):
+        query, gold = qrel.query, qrel.passage
+        windows = collection.passages.filter(
+            document=gold.document, length=gold.length, start__gte=max(0, gold.start - depth // 2),
+            start__lte=gold.start + depth // 2,
+        )
+        scores[query] = {window: -abs(window.start - gold.start) for window in windows}
+    return make_scored_run(collection, scores)
+
+
+def make_relic_proxy_study(n_items: int = 6, *, collection: Collection | None = None, run: Run | None = None, **settings):
+    """A proxy study made by create_proxy_study over make_relic_collection and make_neighbour_run;
+    `settings` override create_proxy_study's arguments."""
+    from annotation.services import create_proxy_study
+
+    collection = collection or make_relic_collection(n_items)
+    run = run or make_neighbour_run(collection)
+    options = {"name": f"study-{next(_sequence)}", "items": n_items, "seed": 7, **settings}
+    return create_proxy_study(collection=collection, negatives_run=run, **options).study
+
+
+# --- runs and metrics (tests/retrieval/test_candidates.py, test_runs.py, test_metrics.py) --------
+
+
+def make_text_passages(collection: Collection, texts: list[str]) -> list[Passage]:
+    """BEIR-style passages (no document, no position) with the given texts, in import order."""
+    start = collection.passages.count()
+    return [
+        Passage.objects.create(collection=collection, external_id=f"d{start + index}", text=text, ordinal=start + index)
+        for index, text in enumerate(texts)
+    ]
+
+
+def make_book(collection: Collection, sentences: list[str], lengths=(1,), external_id: str | None = None) -> Document:
+    """A document whose passages are every window of each of `lengths` sentences, imported
+    length-major ("<book>:<start>:<length>" external ids, like import_book)."""
+    external_id = external_id or f"book{next(_sequence)}"
+    document = Document.objects.create(
+        collection=collection, external_id=external_id, title=external_id, ordinal=collection.documents.count()
+    )
+    ordinal = collection.passages.count()
+    for length in lengths:
+        for start in range(len(sentences) - length + 1):
+            Passage.objects.create(
+                collection=collection, document=document, external_id=f"{external_id}:{start}:{length}",
+                text=" ".join(sentences[start:start + length]), start=start, length=length, ordinal=ordinal,
+            )
+            ordinal += 1
+    return document
+
+
+def make_text_query(collection: Collection, text: str, external_id: str | None = None, **fields) -> Query:
+    external_id = external_id or f"q{next(_sequence)}"
+    ordinal = collection.queries.count()
+    return Query.objects.create(collection=collection, external_id=external_id, text=text, ordinal=ordinal, **fields)
+
+
+def add_qrels(query: Query, relevances: dict[Passage, int]) -> None:
+    Qrel.objects.bulk_create([Qrel(query=query, passage=p, relevance=r) for p, r in relevances.items()])
+
+
+def add_pool(query: Query, passages: list[Passage]) -> None:
+    """The query's own candidate pool, in the given order."""
+    PoolEntry.objects.bulk_create(
+        [PoolEntry(query=query, passage=passage, position=position) for position, passage in enumerate(passages)]
+    )
+
+
+# --- dense retriever training (tests/retrieval/test_training.py, test_worker_crash.py) -----------
+
+# Topics a code word stands for; each book has one sentence per topic, in this order.
+CODE_WORD_TOPICS = {
+    "zorblat": ("The telescope revealed faint galaxies and the rings of Saturn.",
+                "Astronomers charted a comet crossing the night sky."),
+    "quiffen": ("She kneaded the dough and baked fresh bread in the oven.",
+                "The chef simmered onions and garlic for the stew."),
+    "dravlik": ("The crew hoisted the sails and steered through rough waves.",
+                "A sailor tied the rope to the mast before the storm."),
+    "morquet": ("He planted tomatoes and watered the roses every morning.",
+                "The gardener pruned the hedges and weeded the flower beds."),
+    "teglish": ("The orchestra tuned its violins before the symphony began.",
+                "She practised piano scales and sang in the choir."),
+    "wumbrix": ("The grandmaster moved a knight and threatened checkmate.",
+                "Both players castled early and traded bishops."),
+}
+CODE_WORD_TEMPLATES = {
+    "train": ("Here the {code} theme returns.", "Readers recall the {code} scene.",
+              "This is the {code} moment.", "Again we meet {code}."),
+    "validation": ("Consider the {code} episode.",),
+    "test": ("Once more {code} appears.",),
+}
+
+
+def make_code_word_collection(name: str | None = None) -> Collection:
+    """A learnable task a pretrained model cannot solve: two books with one sentence per topic,
+    and RELiC-style queries whose only clue is an invented code word for the topic (the gold is
+    that topic's sentence in the query's book). Splits use disjoint query templates."""
+    collection = make_collection(name, kind=Collection.Kind.RELIC)
+    for book_index in range(2):
+        sentences = [pair[book_index] for pair in CODE_WORD_TOPICS.values()]
+        book = make_book(collection, sentences, external_id=f"book{book_index}")
+        for topic_index, code in enumerate(CODE_WORD_TOPICS):
+            gold = collection.passages.get(document=book, start=topic_index)
+            for split, templates in CODE_WORD_TEMPLATES.items():
+                for template_index, template in enumerate(templates):
+                    query = Query.objects.create(
+                        collection=collection, external_id=f"{book.external_id}-{code}-{split}{template_index}",
+                        document=book, quote_length=1, split=split, ordinal=collection.queries.count(),
+                        left_context=[template.format(code=code)], right_context=["The critic moves on."],
+                    )
+                    Qrel.objects.create(query=query, passage=gold, relevance=1)
+    return collection
+
+
+# --- a Celery client on a test broker (tests/test_celery_worker.py, tests/test_settings_and_deploy.py)
+
+
+def celery_client(broker_url: str):
+    """A Celery client on `broker_url` (also its result backend) with the platform's own queues
+    and routes, for sending tasks to a worker started by a test."""
+    from celery import Celery
+
+    from marginalia.celery import app
+
+    client = Celery("marginalia-test-client", broker=broker_url, backend=broker_url)
+    client.conf.task_queues = app.conf.task_queues
+    client.conf.task_routes = app.conf.task_routes
+    return client
