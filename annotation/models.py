@@ -39,6 +39,19 @@ class Study(models.Model):
         help_text="Who may work on it. Empty: every active annotator.",
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    # Quality control. A study with a qualification threshold shows each annotator its
+    # qualification items first; formal work unlocks at `qualification_threshold` accuracy.
+    qualification_threshold = models.FloatField(
+        null=True, blank=True, help_text="Share correct needed to pass the qualification round; empty: no round."
+    )
+    qualification_attempts = models.PositiveSmallIntegerField(default=2, help_text="Attempts allowed (retry policy).")
+    gold_rate = models.FloatField(default=0.0, help_text="Share of hidden gold items mixed into formal work.")
+    gold_accuracy_threshold = models.FloatField(default=0.7, help_text="Flag annotators below this gold accuracy.")
+    fast_fraction = models.FloatField(
+        default=0.3, help_text="Flag annotators whose median seconds fall below this share of the study median."
+    )
+    peer_review_rate = models.FloatField(default=0.0, help_text="Share of each annotator's judgments sampled for peer review.")
+    peer_pass_target = models.FloatField(default=0.95, help_text="Peer-review pass rate an annotator should reach.")
     parameters = models.JSONField(
         default=dict, blank=True,
         help_text="How the items were drawn (filters, requested count, skipped queries), for reproducibility.",
@@ -55,11 +68,26 @@ class Study(models.Model):
 
 
 class Item(models.Model):
-    """One unit of work: a query with its candidates in a fixed display order."""
+    """One unit of work: a query with its candidates in a fixed display order.
+
+    Every kind uses candidates: a proxy item shows k of them and asks for one; a relevance or
+    quotability item shows one passage to label; the quotability pilot shows a source's
+    paragraphs and asks for all quotable ones. `role` and `expected_label` are staff-only:
+    hidden gold items look exactly like work items to annotators.
+    """
+
+    class Role(models.TextChoices):
+        WORK = "work", "Formal work"
+        GOLD = "gold", "Hidden gold check"
+        QUALIFICATION = "qualification", "Qualification round"
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="items")
     query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
     position = models.PositiveIntegerField(help_text="Order in the study (seeded shuffle).")
+    role = models.CharField(max_length=20, choices=Role.choices, default=Role.WORK)
+    expected_label = models.JSONField(
+        null=True, blank=True, help_text="Known answer of a gold or qualification item (label kinds)."
+    )
 
     class Meta:
         ordering = ["study_id", "position"]
@@ -144,6 +172,7 @@ class Judgment(models.Model):
     choice = models.ForeignKey(ItemCandidate, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     label = models.JSONField(null=True, blank=True)
     spans = models.JSONField(default=list, blank=True)
+    selections = models.JSONField(default=list, blank=True, help_text="Positions chosen in a multi-select item.")
     rubric = models.JSONField(default=dict, blank=True)
     rationale = models.TextField(blank=True)
     seconds = models.FloatField(null=True, blank=True)
@@ -178,3 +207,110 @@ class AnnotatorProfile(models.Model):
 
     def __str__(self):
         return f"profile of {self.user}"
+
+
+class QualificationAttempt(models.Model):
+    """One pass through a study's qualification items by one annotator."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="qualification_attempts_made")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualification_attempts")
+    number = models.PositiveSmallIntegerField()
+    started_at = models.DateTimeField(auto_now_add=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    correct = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    passed = models.BooleanField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["study_id", "annotator_id", "number"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "annotator", "number"], name="qualification_attempt_unique")
+        ]
+
+
+class QualificationAnswer(models.Model):
+    """An answer in a qualification round: kept apart from judgments, so retries are possible and
+    formal statistics never see practice answers."""
+
+    attempt = models.ForeignKey(QualificationAttempt, on_delete=models.CASCADE, related_name="answers")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+")
+    choice = models.ForeignKey(ItemCandidate, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    label = models.JSONField(null=True, blank=True)
+    selections = models.JSONField(default=list, blank=True)
+    correct = models.BooleanField()
+    answered_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["attempt", "item"], name="qualification_answer_unique")]
+
+
+class StudyBlock(models.Model):
+    """An annotator blocked from one study: no more work there, and (by default) their
+    judgments left out of its statistics. `AnnotatorProfile.blocked` blocks everywhere."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="blocks")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_blocks")
+    reason = models.TextField()
+    exclude_judgments = models.BooleanField(default=True)
+    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "annotator"], name="study_block_unique")]
+
+
+class AnnotatorFlag(models.Model):
+    """An automatic warning about an annotator in a study, for staff to act on."""
+
+    class Reason(models.TextChoices):
+        LOW_GOLD_ACCURACY = "low_gold_accuracy", "Gold accuracy below threshold"
+        TOO_FAST = "too_fast", "Implausibly fast answers"
+        LOW_PEER_PASS_RATE = "low_peer_pass_rate", "Peer-review pass rate below target"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="flags")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="flags")
+    reason = models.CharField(max_length=30, choices=Reason.choices)
+    value = models.FloatField()
+    threshold = models.FloatField()
+    details = models.JSONField(default=dict, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["study", "annotator", "reason"], condition=Q(resolved_at__isnull=True), name="flag_unique_open"
+            )
+        ]
+
+
+class PeerReview(models.Model):
+    """A second annotator's verdict on a sampled judgment (PlotRetrieval's validation step)."""
+
+    class Verdict(models.TextChoices):
+        PASS = "pass", "Correct"
+        FAIL = "fail", "Incorrect"
+
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="peer_reviews")
+    reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="peer_reviews")
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, null=True, blank=True)
+    comment = models.TextField(blank=True)
+    assigned_at = models.DateTimeField(auto_now_add=True)
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["judgment", "reviewer"], name="peer_review_unique")]
+
+
+class Adjudication(models.Model):
+    """Staff's final answer for an item the annotators disagreed on."""
+
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="adjudication")
+    choice = models.ForeignKey(ItemCandidate, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    label = models.JSONField(null=True, blank=True)
+    selections = models.JSONField(default=list, blank=True)
+    note = models.TextField(blank=True)
+    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_at = models.DateTimeField(auto_now_add=True)
