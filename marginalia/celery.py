@@ -6,13 +6,15 @@ only the work that benefits from it.
 import os
 
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marginalia.settings")
 
 app = Celery("marginalia")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("cpu"), Queue("gpu"))
+# Each queue gets its own exchange and routing key. Bare Queue("gpu") would be bound to the
+# default exchange and key ("cpu"), so every task would land in both queues.
+app.conf.task_queues = tuple(Queue(name, Exchange(name, type="direct"), routing_key=name) for name in ("cpu", "gpu"))
 app.conf.task_routes = {
     "retrieval.tasks.run_bm25": {"queue": "cpu"},
     "retrieval.tasks.run_dense": {"queue": "gpu"},

@@ -1,3 +1,18 @@
-from django.urls import path  # noqa: F401
+"""Retrieval routes: the staff REST API under /api/ and the staff dashboard at /dashboard/.
 
-urlpatterns = []
+A SimpleRouter (no API root view), so /api/ stays free for the other apps' routes."""
+from django.urls import include, path
+from rest_framework.routers import SimpleRouter
+
+from retrieval import api, views
+
+router = SimpleRouter()
+router.register("collections", api.CollectionViewSet, basename="collection")
+router.register("queries", api.QueryViewSet, basename="query")
+router.register("runs", api.RunViewSet, basename="run")
+router.register("jobs", api.JobViewSet, basename="job")
+
+urlpatterns = [
+    path("api/", include(router.urls)),
+    path("dashboard/", views.dashboard, name="dashboard"),
+]

@@ -355,3 +355,147 @@ def celery_client(broker_url: str):
     client.conf.task_queues = app.conf.task_queues
     client.conf.task_routes = app.conf.task_routes
     return client
+
+
+# --- label studies as the web pages show them (tests/annotation/test_views*.py, tests/browser/) ---
+
+# Passages with what a page could get wrong: a line break, characters HTML escapes, a quotation.
+PLOT_PASSAGES = (
+    "The detective finds the letter hidden in the piano.\nLater that night he burns it & watches the ashes.",
+    "A storm keeps the guests at the inn; nobody may leave until the <bridge> is repaired.",
+    "The gardener confesses that he saw the maid near the greenhouse at midnight.",
+    "Years later, the letter's author returns to the village under another name.",
+)
+PLOT_QUERIES = (
+    "A detective destroys a letter he found inside a musical instrument.",
+    "Travellers are trapped at an inn by bad weather.",
+)
+
+
+def make_plot_relevance_study(*, label_schema: dict | None = None, depth: int = 2, **settings) -> Study:
+    """A relevance study made by create_relevance_study: two plot descriptions, each paired with
+    the top `depth` of a run over PLOT_PASSAGES (query i ranks passage i first)."""
+    from annotation.services import create_relevance_study
+
+    collection = make_collection()
+    passages = make_text_passages(collection, list(PLOT_PASSAGES))
+    queries = [make_text_query(collection, text) for text in PLOT_QUERIES]
+    run = make_scored_run(
+        collection, {query: {passage: -abs(index - number) for index, passage in enumerate(passages)}
+                     for number, query in enumerate(queries)},
+    )
+    options = {"name": f"relevance-{next(_sequence)}", "seed": 3, **settings}
+    return create_relevance_study(
+        collection=collection, runs=[run], depth=depth, label_schema=label_schema, **options
+    ).study
+
+
+ARTICLE_CONTEXT = (
+    "The minister spoke for an hour about the harbour project.",
+    "Critics say the costs have doubled since the plan was announced.",
+)
+SPEECH_PARAGRAPHS = (
+    "We will build the harbour because our children deserve a port that works.",
+    "The budget has been reviewed twice by independent auditors.",
+    "I thank the mayor and the council for their patience.",
+)
+
+
+def make_speech_quotability_study(*, multi_select: bool = False, label_schema: dict | None = None, **settings) -> Study:
+    """A quotability study over one article context (title in the query's metadata, left context
+    only) and a speech of SPEECH_PARAGRAPHS as its pool: the run's top paragraph per item, or
+    with `multi_select` the pilot showing every paragraph of the pool."""
+    from annotation.services import create_quotability_study
+
+    collection = make_collection()
+    paragraphs = make_text_passages(collection, list(SPEECH_PARAGRAPHS))
+    query = Query.objects.create(
+        collection=collection, external_id=f"article{next(_sequence)}", left_context=list(ARTICLE_CONTEXT),
+        metadata={"title": "Harbour plan divides the council"},
+    )
+    add_pool(query, paragraphs)
+    schema = {**(label_schema or {}), **({"multi_select": True} if multi_select else {})}
+    options = {"name": f"quotability-{next(_sequence)}", "seed": 5, "judgments_per_item": 5, **settings}
+    if multi_select:
+        return create_quotability_study(
+            collection=collection, candidates_from="pool", label_schema=schema, **options
+        ).study
+    run = make_scored_run(collection, {query: {paragraph: -index for index, paragraph in enumerate(paragraphs)}})
+    return create_quotability_study(
+        collection=collection, run=run, selection="top_k", depth=2, label_schema=schema or None, **options
+    ).study
+
+
+# --- label studies built row by row, for statistics (tests/evaluation/test_label_report*.py) -----
+
+
+def make_label_study(
+    collection: Collection | None = None,
+    *,
+    kind: str = Study.Kind.RELEVANCE,
+    items: int = 0,
+    candidates: int = 1,
+    judgments_per_item: int = 3,
+    label_schema: dict | None = None,
+    name: str | None = None,
+    **fields,
+) -> Study:
+    """A relevance or quotability study with `items` work items, each a fresh query with
+    `candidates` fresh passages (1: a label item; more: the multi-select pilot). The schema is
+    normalised as create_relevance_study would; `fields` set other Study fields."""
+    from annotation.services.labels import validate_schema
+
+    collection = collection or make_collection()
+    study = Study.objects.create(
+        name=name or f"label-study-{next(_sequence)}",
+        kind=kind,
+        collection=collection,
+        candidates_per_item=candidates,
+        judgments_per_item=judgments_per_item,
+        label_schema=validate_schema(label_schema, kind=kind),
+        **fields,
+    )
+    for _ in range(items):
+        add_label_item(study, candidates=candidates)
+    return study
+
+
+def add_label_item(
+    study: Study,
+    *,
+    role: str = Item.Role.WORK,
+    expected_label=None,
+    candidates: int = 1,
+    query: Query | None = None,
+    passages: list[Passage] | None = None,
+) -> Item:
+    """The study's next item (any role) showing `passages` (default: `candidates` fresh ones)
+    for `query` (default: a fresh one), in the given order."""
+    query = query or make_query(study.collection)
+    passages = passages or make_passages(study.collection, candidates)
+    item = Item.objects.create(
+        study=study, query=query, position=study.items.count(), role=role, expected_label=expected_label
+    )
+    ItemCandidate.objects.bulk_create(
+        [ItemCandidate(item=item, passage=passage, position=position) for position, passage in enumerate(passages)]
+    )
+    return item
+
+
+def add_label_judgment(
+    item: Item,
+    annotator,
+    label: int | None = None,
+    *,
+    spans: list[dict] = (),
+    rubric: dict | None = None,
+    selections: list[int] = (),
+    rationale: str = "",
+    seconds: float | None = None,
+) -> Judgment:
+    """A submitted (imported) judgment of a label study, stored as given: spans as
+    {"target", "start", "end"} dicts, selections as display positions."""
+    return Judgment.objects.create(
+        item=item, annotator=annotator, label=label, spans=[dict(span) for span in spans], rubric=rubric or {},
+        selections=sorted(selections), rationale=rationale, seconds=seconds, source=Judgment.Source.IMPORT,
+    )

@@ -1,0 +1,126 @@
+"""Staff REST API for retrieval: collections, queries, runs (start one; export it as a TREC run
+file), jobs (poll progress; cancel) and qrels export. Staff only: queries carry the context around
+the gold answer, and runs reveal which model proposed which candidate."""
+from __future__ import annotations
+
+from django.http import StreamingHttpResponse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
+from rest_framework import status, viewsets
+from rest_framework.decorators import action
+from rest_framework.permissions import IsAdminUser
+from rest_framework.renderers import BaseRenderer
+from rest_framework.response import Response
+
+from retrieval import selectors
+from retrieval.jobs import request_cancel
+from retrieval.metrics import trec_run_lines
+from retrieval.models import Query
+from retrieval.serializers import (
+    CollectionSerializer,
+    JobSerializer,
+    QuerySerializer,
+    RunDetailSerializer,
+    RunRequestSerializer,
+    RunSerializer,
+)
+
+
+class PlainTextRenderer(BaseRenderer):
+    """Lets clients that ask for text/plain (TREC files) pass content negotiation."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return data if isinstance(data, (str, bytes)) else str(data)
+
+
+def text_download(lines, filename: str) -> StreamingHttpResponse:
+    """Streamed, so a run with millions of hits never sits in memory as one string."""
+    response = StreamingHttpResponse(lines, content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'inline; filename="{filename}"'
+    return response
+
+
+TEXT_RESPONSE = {(200, "text/plain"): OpenApiTypes.STR}
+
+
+class StaffOnly:
+    permission_classes = [IsAdminUser]
+
+
+class CollectionViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
+    serializer_class = CollectionSerializer
+
+    def get_queryset(self):
+        return selectors.collections_with_counts()
+
+    @extend_schema(responses=TEXT_RESPONSE)
+    @action(detail=True, methods=["get"], renderer_classes=[PlainTextRenderer])
+    def qrels(self, request, pk=None):
+        """The collection's ground truth as TREC qrels (`qid 0 docid relevance`)."""
+        collection = self.get_object()
+        return text_download(selectors.trec_qrels_lines(collection), f"{collection.name}.qrels")
+
+
+@extend_schema_view(list=extend_schema(parameters=[
+    OpenApiParameter("collection", int, description="Only this collection's queries."),
+]))
+class QueryViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
+    serializer_class = QuerySerializer
+
+    def get_queryset(self):
+        queries = Query.objects.order_by("collection_id", "ordinal", "pk")
+        collection = self.request.query_params.get("collection")
+        if collection is not None:
+            if not collection.isdigit():
+                return queries.none()
+            queries = queries.filter(collection_id=int(collection))
+        return queries
+
+
+class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
+    def get_queryset(self):
+        return selectors.runs_for_listing()
+
+    def get_serializer_class(self):
+        return {"create": RunRequestSerializer, "retrieve": RunDetailSerializer}.get(self.action, RunSerializer)
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "user": self.request.user}
+
+    @extend_schema(request=RunRequestSerializer, responses={202: RunSerializer})
+    def create(self, request, *args, **kwargs):
+        """Start a run: it is queued on a worker (BM25 on "cpu", dense on "gpu"); poll its job."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        run = serializer.save()
+        return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(responses=TEXT_RESPONSE)
+    @action(detail=True, methods=["get"], renderer_classes=[PlainTextRenderer])
+    def trec(self, request, pk=None):
+        """The run as a TREC run file (`qid Q0 docid rank score tag`)."""
+        run = self.get_object()
+        return text_download((line + "\n" for line in trec_run_lines(run)), f"{run.tag}.trec")
+
+
+class JobViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
+    serializer_class = JobSerializer
+
+    def get_queryset(self):
+        return selectors.jobs_for_listing()
+
+    @extend_schema(request=None, responses={202: JobSerializer, 409: JobSerializer})
+    @action(detail=True, methods=["post"])
+    def cancel(self, request, pk=None):
+        """Ask the job to stop: a pending job is cancelled at once, a running one at its next
+        progress report. A finished job answers 409 and stays as it is."""
+        job = self.get_object()
+        if job.is_finished:
+            return Response(JobSerializer(job).data, status=status.HTTP_409_CONFLICT)
+        request_cancel(job)
+        job.refresh_from_db()
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)

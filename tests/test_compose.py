@@ -1,0 +1,93 @@
+"""The several-machines deployment, checked without a Docker engine: docker-compose.yml is read as
+YAML and the Dockerfile as text. Services, their commands and queues, the GPU reservation, the
+shared settings and data volume, and the image targets the services build."""
+import re
+
+import pytest
+import yaml
+
+from tests.conftest import PROJECT_ROOT
+
+APP_SERVICES = ("web", "worker-cpu", "worker-gpu")
+
+
+@pytest.fixture(scope="module")
+def services() -> dict:
+    return yaml.safe_load((PROJECT_ROOT / "docker-compose.yml").read_text())["services"]
+
+
+@pytest.fixture(scope="module")
+def dockerfile_stages() -> dict[str, str]:
+    """Stage name -> its FROM image, from `FROM image AS name` lines."""
+    text = (PROJECT_ROOT / "Dockerfile").read_text()
+    return {name: image for image, name in re.findall(r"^FROM\s+(\S+)\s+AS\s+(\S+)\s*$", text, re.M | re.I)}
+
+
+def command(service: dict) -> str:
+    value = service["command"]
+    return " ".join(value) if isinstance(value, list) else value
+
+
+def test_the_deployment_has_its_database_broker_web_server_and_two_workers(services):
+    assert set(services) >= {"postgres", "redis", "web", "worker-cpu", "worker-gpu"}
+    assert services["postgres"]["image"].startswith("postgres:")
+    assert services["redis"]["image"].startswith("redis:")
+
+
+def test_the_web_server_is_gunicorn_on_the_wsgi_app(services):
+    assert command(services["web"]).startswith("gunicorn marginalia.wsgi")
+    assert any(str(port).endswith(":8000") for port in services["web"]["ports"])
+
+
+@pytest.mark.parametrize(("service", "queue"), [("worker-cpu", "cpu"), ("worker-gpu", "gpu")])
+def test_each_worker_consumes_exactly_its_queue(services, service, queue):
+    words = command(services[service]).split()
+    assert words[:4] == ["celery", "-A", "marginalia", "worker"]
+    assert words[words.index("-Q") + 1] == queue
+
+
+def test_the_gpu_worker_reserves_nvidia_gpus(services):
+    devices = services["worker-gpu"]["deploy"]["resources"]["reservations"]["devices"]
+    assert any(device.get("driver") == "nvidia" and "gpu" in device["capabilities"] for device in devices)
+    assert "deploy" not in services["worker-cpu"]
+
+
+def test_web_and_workers_share_database_broker_settings_and_data_volume(services):
+    environments = [services[name]["environment"] for name in APP_SERVICES]
+    assert all(environment == environments[0] for environment in environments)
+    shared = environments[0]
+    assert re.match(r"postgres://[^@]+@postgres:5432/", shared["DATABASE_URL"])
+    assert shared["REDIS_URL"].startswith("redis://redis:6379/")
+    assert shared["DJANGO_DEBUG"] == "0"
+    assert "DJANGO_SECRET_KEY" in shared and "DJANGO_ALLOWED_HOSTS" in shared
+    data_dir = shared["MARGINALIA_DATA_DIR"]
+    for name in APP_SERVICES:
+        assert any(volume.split(":")[1] == data_dir for volume in services[name]["volumes"]), name
+
+
+def test_migrations_run_once_before_the_app_starts(services):
+    assert command(services["migrate"]) == "python manage.py migrate --noinput"
+    for name in APP_SERVICES:
+        assert services[name]["depends_on"]["migrate"] == {"condition": "service_completed_successfully"}
+
+
+def test_each_service_builds_a_dockerfile_target_cpu_slim_and_gpu_cuda(services, dockerfile_stages):
+    for name in ("web", "worker-cpu", "migrate", "worker-gpu"):
+        assert services[name]["build"]["target"] in dockerfile_stages, name
+    assert services["worker-gpu"]["build"]["target"] == "gpu"
+    assert services["web"]["build"]["target"] == "cpu"
+    assert dockerfile_stages["cpu"] == "python:3.11-slim"
+    assert dockerfile_stages["gpu"].startswith("nvidia/cuda:")
+
+
+def test_the_images_install_the_pinned_torch_from_the_right_wheel_index():
+    dockerfile = (PROJECT_ROOT / "Dockerfile").read_text()
+    pinned = re.search(r"^torch==(\S+)$", (PROJECT_ROOT / "requirements.txt").read_text(), re.M).group(1)
+    assert re.search(rf"^ARG TORCH_VERSION={re.escape(pinned)}$", dockerfile, re.M)
+    assert re.search(r"^ARG TORCH_CUDA_INDEX=https://download\.pytorch\.org/whl/cu\d+$", dockerfile, re.M)
+    assert re.search(r"^ARG TORCH_CPU_INDEX=https://download\.pytorch\.org/whl/cpu$", dockerfile, re.M)
+
+
+def test_local_state_stays_out_of_the_build_context():
+    ignored = (PROJECT_ROOT / ".dockerignore").read_text().split()
+    assert {".venv", ".git", "db.sqlite3"} <= set(ignored)
