@@ -1,0 +1,20 @@
+"""`export_run RUN_ID`: the run's hits as TREC run lines (`qid Q0 docid rank score tag`)."""
+from django.core.management.base import BaseCommand, CommandError
+
+from retrieval.errors import InputError
+from retrieval.metrics import get_run, trec_run_lines
+
+
+class Command(BaseCommand):
+    help = "Print a run's hits as TREC run lines on stdout."
+
+    def add_arguments(self, parser):
+        parser.add_argument("run_id")
+
+    def handle(self, *args, **options):
+        try:
+            run = get_run(options["run_id"])
+        except InputError as exc:
+            raise CommandError(str(exc)) from exc
+        for line in trec_run_lines(run):
+            self.stdout.write(line)
