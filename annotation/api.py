@@ -19,16 +19,28 @@ from rest_framework.views import APIView
 from retrieval.errors import InputError
 
 from .models import Item, ItemCandidate, Judgment, Study
-from .selectors import JUDGMENT_COLUMNS, judgment_rows, study_overview
+from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, judgment_rows, study_overview
 from .serializers import StudyCreateSerializer, StudySerializer, SubmitSerializer, VoidSerializer
 from .services import (
     AnnotationForbidden,
     SubmissionRejected,
     create_proxy_study,
+    create_quotability_study,
+    create_relevance_study,
     next_work,
     submit_judgment,
     void_judgment,
 )
+from .services.qualification import qualification_receipt
+
+
+STUDY_CREATORS = {
+    Study.Kind.PROXY: create_proxy_study,
+    Study.Kind.RELEVANCE: create_relevance_study,
+    Study.Kind.QUOTABILITY: create_quotability_study,
+}
+# What an annotator may send as (part of) an answer besides the candidate id.
+ANSWER_KEYS = ("position", "label", "selections", "spans", "rubric", "rationale")
 
 
 def _input_error(exc: InputError) -> ValidationError:
@@ -78,16 +90,20 @@ class SubmitView(APIView):
             candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
             if candidate is None:
                 raise ValidationError({"candidate": ["not one of this item's candidates"]})
+        answer = {key: data[key] for key in ANSWER_KEYS if key in data}
         try:
             submission = submit_judgment(
-                annotator=request.user, item=item, candidate=candidate, position=data.get("position"),
-                label=data.get("label"), seconds=data.get("seconds"),
+                annotator=request.user, item=item, candidate=candidate, seconds=data.get("seconds"), **answer
             )
         except AnnotationForbidden as exc:
             raise PermissionDenied(str(exc)) from exc
         except SubmissionRejected as exc:
             code = status.HTTP_409_CONFLICT if exc.conflict else status.HTTP_400_BAD_REQUEST
             return Response({"detail": str(exc)}, status=code)
+        created_status = status.HTTP_201_CREATED if submission.created else status.HTTP_200_OK
+        if submission.qualification_answer is not None:
+            receipt = qualification_receipt(submission.qualification_answer)
+            return Response({**receipt, "created": submission.created}, status=created_status)
         judgment = submission.judgment
         return Response(
             {
@@ -95,10 +111,14 @@ class SubmitView(APIView):
                 "candidate": judgment.choice_id,
                 "position": judgment.choice.position if judgment.choice else None,
                 "label": judgment.label,
+                "selections": judgment.selections,
+                "spans": judgment.spans,
+                "rubric": judgment.rubric,
+                "rationale": judgment.rationale,
                 "submitted_at": judgment.submitted_at.isoformat(),
                 "created": submission.created,
             },
-            status=status.HTTP_201_CREATED if submission.created else status.HTTP_200_OK,
+            status=created_status,
         )
 
 
@@ -106,8 +126,8 @@ class SubmitView(APIView):
 
 
 class StudyListCreateView(generics.ListCreateAPIView):
-    """Staff: every study with its counts; POST creates a proxy study (same rules as the staff
-    form and `create_study`)."""
+    """Staff: every study with its counts; POST creates a study of any kind (same rules as
+    `create_study`): the kind's own fields are listed in StudyCreateSerializer.KIND_FIELDS."""
 
     permission_classes = [permissions.IsAdminUser]
     queryset = Study.objects.select_related("collection", "created_by").prefetch_related("annotators")
@@ -126,10 +146,9 @@ class StudyListCreateView(generics.ListCreateAPIView):
     def create(self, request, *args, **kwargs):
         form = StudyCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        options = dict(form.validated_data)
-        options.pop("kind")
+        kind, options = form.service_arguments()
         try:
-            creation = create_proxy_study(**options, created_by=request.user)
+            creation = STUDY_CREATORS[kind](**options, created_by=request.user)
         except InputError as exc:
             raise _input_error(exc) from exc
         body = {**creation.summary(), "study": StudySerializer(creation.study).data}
@@ -156,7 +175,9 @@ class CSVRenderer(BaseRenderer):
         writer = csv.DictWriter(out, fieldnames=JUDGMENT_COLUMNS, lineterminator="\n")
         writer.writeheader()
         for row in data:
-            writer.writerow({**row, "label": "" if row["label"] is None else json.dumps(row["label"])})
+            writer.writerow(
+                {**row, **{key: "" if row[key] is None else json.dumps(row[key]) for key in JSON_JUDGMENT_COLUMNS}}
+            )
         return out.getvalue().encode(self.charset)
 
 

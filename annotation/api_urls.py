@@ -1,5 +1,5 @@
 """Annotator and staff REST routes for studies (mounted under /api/ by annotation/urls.py)."""
-from django.urls import path
+from django.urls import include, path
 
 from . import api
 
@@ -10,4 +10,5 @@ urlpatterns = [
     path("studies/<int:pk>/", api.StudyDetailView.as_view(), name="api-study"),
     path("judgments/", api.JudgmentExportView.as_view(), name="api-judgments"),
     path("judgments/<int:pk>/void/", api.VoidJudgmentView.as_view(), name="api-judgment-void"),
+    path("", include("annotation.api_quality")),
 ]

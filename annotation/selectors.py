@@ -13,7 +13,8 @@ from django.db.models import Count, Q, QuerySet
 
 from retrieval.models import Query
 
-from .models import Assignment, Item, ItemCandidate, Judgment, Study
+from .label_schema import matches_expected, study_schema
+from .models import Assignment, Item, ItemCandidate, Judgment, Study, StudyBlock
 
 
 def context_sentences(query: Query, context_left: int, context_right: int) -> tuple[list[str], list[str]]:
@@ -32,13 +33,55 @@ def shown_context(query: Query, context_left: int, context_right: int) -> list[s
     return [*left, *right]
 
 
+# Where the masked quotation sits when a context is written out as one text.
+MASK_MARK = "[...]"
+
+
+def query_display_text(query: Query, context_left: int, context_right: int) -> str:
+    """The query as one text, as label studies show it and as query spans index into it: its own
+    text, or the shown context sentences joined by spaces with MASK_MARK where the quotation was
+    (left context only, as in quote recommendation, ends without a mark)."""
+    if not query.has_context:
+        return query.text
+    left, right = context_sentences(query, context_left, context_right)
+    parts = [" ".join(left)] if left else []
+    if right:
+        parts += [MASK_MARK, " ".join(right)]
+    return " ".join(parts)
+
+
+def span_target_text(study: Study, item: Item, target: str) -> str:
+    """The exact text whose character offsets a span of `target` ("query" or "passage") counts."""
+    if target == "query":
+        return query_display_text(item.query, study.context_left, study.context_right)
+    return ItemCandidate.objects.filter(item=item).order_by("position").values_list("passage__text", flat=True)[0]
+
+
 def counted_judgments(study: Study) -> QuerySet[Judgment]:
-    """The judgments statistics use: every judgment of the study that staff have not voided."""
+    """The judgments statistics use: judgments of the study's work items that staff have not
+    voided, leaving out annotators blocked from the study with their judgments excluded.
+    Hidden gold judgments measure annotators (`gold_judgments`), they are not data; qualification
+    answers are never judgments at all."""
     return (
-        Judgment.objects.filter(item__study=study, voided=False)
+        _live_judgments(study, Item.Role.WORK)
+        .exclude(annotator__in=StudyBlock.objects.filter(study=study, exclude_judgments=True).values("annotator"))
         .select_related("item", "annotator", "choice")
         .order_by("item__position", "annotator__username")
     )
+
+
+def gold_judgments(study: Study) -> QuerySet[Judgment]:
+    """Judgments of the study's hidden gold items that staff have not voided, blocked annotators'
+    included: they say how reliable each annotator is, whether or not their work is counted."""
+    return (
+        _live_judgments(study, Item.Role.GOLD)
+        .select_related("item", "annotator", "choice")
+        .order_by("item__position", "annotator__username")
+    )
+
+
+def _live_judgments(study: Study, role: str) -> QuerySet[Judgment]:
+    return Judgment.objects.filter(item__study=study, item__role=role, voided=False)
 
 
 def studies_open_to(annotator) -> QuerySet[Study]:
@@ -52,18 +95,20 @@ def studies_open_to(annotator) -> QuerySet[Study]:
 
 
 def annotator_progress(study: Study, annotator) -> dict:
-    """How many of the study's items this annotator has judged, out of all its items."""
+    """How many of the study's items this annotator has judged, out of all its formal items
+    (work and hidden gold alike; qualification questions are a round of their own)."""
     return {
         "done": Judgment.objects.filter(item__study=study, annotator=annotator).count(),
-        "total": study.items.count(),
+        "total": study.items.exclude(role=Item.Role.QUALIFICATION).count(),
     }
 
 
-def annotator_item_payload(assignment: Assignment) -> dict:
-    """What the annotator sees for a claimed item: candidates in display order with opaque ids,
-    the context (or the query's own text), guidelines and their progress."""
-    item, study = assignment.item, assignment.item.study
-    query = item.query
+def shown_item(item: Item) -> dict:
+    """An item as every annotator sees it, whatever it is for (formal work, hidden gold, a
+    qualification question, a judgment to peer-review): candidates in display order with opaque
+    ids, the context (or the query's own text) and the guidelines. Built from an explicit list
+    of fields and never from the item's role, so hidden gold cannot show through."""
+    study, query = item.study, item.query
     candidates = [
         {"id": pk, "position": position, "title": title, "text": text}
         for pk, position, title, text in ItemCandidate.objects.filter(item=item)
@@ -72,7 +117,6 @@ def annotator_item_payload(assignment: Assignment) -> dict:
     ]
     left, right = context_sentences(query, study.context_left, study.context_right)
     return {
-        "finished": False,
         "study": study.pk,
         "study_name": study.name,
         "kind": study.kind,
@@ -82,8 +126,48 @@ def annotator_item_payload(assignment: Assignment) -> dict:
         "context_left": left,
         "context_right": right,
         "query_text": "" if query.has_context else query.text,
+        **_label_task(study, item),
+    }
+
+
+def _label_task(study: Study, item: Item) -> dict:
+    """What a relevance or quotability item asks, from the study's schema (nothing for proxy
+    items): the question, the values with their display names, the span target with the exact
+    text its offsets count, the rubric fields, the rationale mode, whether several candidates
+    may be selected, and the article title a quotability context comes from."""
+    if study.kind == Study.Kind.PROXY:
+        return {}
+    schema = study_schema(study)
+    metadata = item.query.metadata if isinstance(item.query.metadata, dict) else {}
+    target = schema["spans"]
+    return {
+        "query_title": str(metadata.get("title", "")),
+        "question": schema["question"],
+        "values": _named_values(schema["values"], schema["value_labels"]),
+        "multi_select": schema["multi_select"],
+        "spans": None if target is None else {
+            "target": target, "required": schema["spans_required"], "text": span_target_text(study, item, target),
+        },
+        "rubric": [
+            {"name": entry["name"], "values": _named_values(entry["values"], entry["labels"])}
+            for entry in schema["rubric"]
+        ],
+        "rationale": schema["rationale"],
+    }
+
+
+def _named_values(values: list[int], names: dict[str, str]) -> list[dict]:
+    return [{"value": value, "label": names[str(value)]} for value in values]
+
+
+def annotator_item_payload(assignment: Assignment) -> dict:
+    """What the annotator sees for a claimed item: the item as shown, when their claim expires
+    and their progress."""
+    return {
+        "finished": False,
+        **shown_item(assignment.item),
         "expires_at": assignment.expires_at.isoformat(),
-        "progress": annotator_progress(study, assignment.annotator),
+        "progress": annotator_progress(assignment.item.study, assignment.annotator),
     }
 
 
@@ -116,7 +200,10 @@ def study_overview(study: Study) -> dict:
 
 def study_export_rows(study: Study) -> Iterator[dict]:
     """Staff export, one row per item in study order: the query, candidates (passage external
-    ids in display order), the gold, and where each candidate came from."""
+    ids in display order), the gold candidate (proxy items), where each candidate came from
+    (its best source), the item's role and its expected answer (gold and qualification items of
+    label kinds), and for pooled relevance items every source that found the pair."""
+    all_sources = (study.parameters or {}).get("sources", {})
     items = (
         Item.objects.filter(study=study)
         .select_related("query")
@@ -125,7 +212,7 @@ def study_export_rows(study: Study) -> Iterator[dict]:
     )
     for item in items:
         candidates = sorted(item.candidates.all(), key=lambda c: c.position)
-        yield {
+        row = {
             "item": item.pk,
             "query": item.query.external_id,
             "candidates": [c.passage.external_id for c in candidates],
@@ -133,20 +220,30 @@ def study_export_rows(study: Study) -> Iterator[dict]:
             "sources": {
                 c.passage.external_id: {"run": c.source_run_id, "rank": c.source_rank} for c in candidates
             },
+            "role": item.role,
         }
+        if study.kind != Study.Kind.PROXY:
+            row["expected"] = item.expected_label
+            row["all_sources"] = all_sources.get(str(item.pk), [])
+        yield row
 
 
 JUDGMENT_COLUMNS = (
-    "judgment", "study", "item", "query", "annotator", "candidate", "choice", "position", "label", "correct",
-    "seconds", "server_seconds", "submitted_at", "source", "voided", "void_reason",
+    "judgment", "study", "item", "role", "query", "annotator", "candidate", "choice", "position", "label", "spans",
+    "rubric", "rationale", "selections", "correct", "seconds", "server_seconds", "submitted_at", "source", "voided",
+    "void_reason",
 )
+# Columns holding lists or objects: written as JSON in the CSV export.
+JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections")
 
 
 def judgment_rows(study: Study) -> list[dict]:
     """Staff export, one flat row per judgment (voided ones included and flagged): `candidate`
     is the opaque candidate id, `choice` the chosen passage's external id (the same key
-    import_judgments reads), `position` its 0-based display position, `correct` whether it was
-    the gold (None for label judgments)."""
+    import_judgments reads), `position` its 0-based display position; label kinds fill `label`
+    (or `selections`, display positions), `spans`, `rubric` and `rationale`. `correct`: whether
+    the answer matches the item's known answer (the gold candidate, or a gold or qualification
+    item's expected label), None where there is none. `role` tells hidden gold judgments apart."""
     judgments = (
         Judgment.objects.filter(item__study=study)
         .select_related("item__query", "annotator", "choice__passage")
@@ -157,13 +254,18 @@ def judgment_rows(study: Study) -> list[dict]:
             "judgment": j.pk,
             "study": study.pk,
             "item": j.item_id,
+            "role": j.item.role,
             "query": j.item.query.external_id,
             "annotator": j.annotator.username,
             "candidate": j.choice_id,
             "choice": j.choice.passage.external_id if j.choice else None,
             "position": j.choice.position if j.choice else None,
             "label": j.label,
-            "correct": j.choice.is_gold if j.choice else None,
+            "spans": j.spans,
+            "rubric": j.rubric,
+            "rationale": j.rationale,
+            "selections": j.selections,
+            "correct": _judgment_correct(j),
             "seconds": j.seconds,
             "server_seconds": j.server_seconds,
             "submitted_at": j.submitted_at.isoformat(),
@@ -173,3 +275,11 @@ def judgment_rows(study: Study) -> list[dict]:
         }
         for j in judgments
     ]
+
+
+def _judgment_correct(judgment: Judgment) -> bool | None:
+    if judgment.choice is not None:
+        return judgment.choice.is_gold
+    if judgment.item.expected_label is None:
+        return None
+    return matches_expected(judgment.item.expected_label, label=judgment.label, selections=judgment.selections)

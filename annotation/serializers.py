@@ -6,6 +6,7 @@ from rest_framework import serializers
 from retrieval.models import Collection, Document, Run
 
 from .models import Study
+from .services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
 from .services.studies import MAX_CANDIDATES, MIN_CANDIDATES
 
 
@@ -20,44 +21,100 @@ class StudySerializer(serializers.ModelSerializer):
         model = Study
         fields = [
             "id", "name", "kind", "status", "collection", "negatives_run", "seed", "candidates_per_item",
-            "judgments_per_item", "context_left", "context_right", "guidelines", "claim_minutes", "annotators",
-            "parameters", "created_by", "created_at",
+            "judgments_per_item", "context_left", "context_right", "guidelines", "label_schema", "claim_minutes",
+            "annotators", "parameters", "created_by", "created_at",
         ]
         read_only_fields = fields
 
 
 class StudyCreateSerializer(serializers.Serializer):
+    """Any kind of study. Common fields first; then each kind's own (`KIND_FIELDS`): a field of
+    another kind is refused, so a typo never silently builds a different study. Defaults that
+    depend on the kind (judgments per item, context) are filled in by `service_arguments`."""
+
     name = serializers.CharField(max_length=200)
-    kind = serializers.ChoiceField(choices=[Study.Kind.PROXY.value], default=Study.Kind.PROXY.value)
+    kind = serializers.ChoiceField(choices=Study.Kind.choices, default=Study.Kind.PROXY.value)
     collection = serializers.SlugRelatedField(slug_field="name", queryset=Collection.objects.all())
-    negatives_run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all())
-    items = serializers.IntegerField(min_value=1)
-    candidates = serializers.IntegerField(min_value=MIN_CANDIDATES, max_value=MAX_CANDIDATES, default=3)
-    judgments_per_item = serializers.IntegerField(min_value=1, default=3)
+    judgments_per_item = serializers.IntegerField(min_value=1, required=False)
     seed = serializers.IntegerField(default=0)
-    context_left = serializers.IntegerField(min_value=0, default=4)
-    context_right = serializers.IntegerField(min_value=0, default=4)
-    single_sentence = serializers.BooleanField(default=False)
-    book = serializers.PrimaryKeyRelatedField(queryset=Document.objects.all(), required=False, allow_null=True)
+    context_left = serializers.IntegerField(min_value=0, required=False)
+    context_right = serializers.IntegerField(min_value=0, required=False)
     guidelines = serializers.CharField(allow_blank=True, default="")
     annotators = serializers.SlugRelatedField(
         slug_field="username", queryset=get_user_model().objects.all(), many=True, required=False
     )
     claim_minutes = serializers.IntegerField(min_value=1, default=30)
+    # proxy
+    negatives_run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
+    items = serializers.IntegerField(min_value=1, required=False)
+    candidates = serializers.IntegerField(min_value=MIN_CANDIDATES, max_value=MAX_CANDIDATES, required=False)
+    single_sentence = serializers.BooleanField(required=False)
+    book = serializers.PrimaryKeyRelatedField(queryset=Document.objects.all(), required=False, allow_null=True)
+    # relevance and quotability
+    runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), many=True, required=False)
+    depth = serializers.IntegerField(min_value=1, required=False)
+    use_pools = serializers.BooleanField(required=False)
+    run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False, allow_null=True)
+    selection = serializers.ChoiceField(choices=QUOTABILITY_SELECTIONS, required=False)
+    candidates_from = serializers.ChoiceField(choices=MULTI_SELECT_SOURCES, required=False)
+    queries = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
+    n_queries = serializers.IntegerField(min_value=1, required=False)
+    label_schema = serializers.JSONField(required=False)
+
+    COMMON_FIELDS = (
+        "name", "collection", "judgments_per_item", "seed", "context_left", "context_right", "guidelines",
+        "annotators", "claim_minutes",
+    )
+    LABEL_FIELDS = ("queries", "n_queries", "label_schema")
+    KIND_FIELDS = {
+        Study.Kind.PROXY: ("negatives_run", "items", "candidates", "single_sentence", "book"),
+        Study.Kind.RELEVANCE: ("runs", "depth", "use_pools", *LABEL_FIELDS),
+        Study.Kind.QUOTABILITY: ("run", "selection", "depth", "candidates_from", *LABEL_FIELDS),
+    }
+    REQUIRED = {Study.Kind.PROXY: ("negatives_run", "items")}
+    DEFAULT_JUDGMENTS = {Study.Kind.QUOTABILITY: 5}
+    DEFAULT_CONTEXT_RIGHT = {Study.Kind.QUOTABILITY: 0}
+
+    def validate(self, attrs):
+        kind = attrs["kind"]
+        foreign = sorted(set(attrs) - {"kind", *self.COMMON_FIELDS, *self.KIND_FIELDS[kind]})
+        if foreign:
+            raise serializers.ValidationError({name: [f"not a setting of {kind} studies"] for name in foreign})
+        missing = [name for name in self.REQUIRED.get(kind, ()) if name not in attrs]
+        if missing:
+            raise serializers.ValidationError({name: ["required for this kind of study"] for name in missing})
+        return attrs
+
+    def service_arguments(self) -> tuple[str, dict]:
+        """The kind and the keyword arguments of its create_*_study service."""
+        options = dict(self.validated_data)
+        kind = options.pop("kind")
+        options.setdefault("judgments_per_item", self.DEFAULT_JUDGMENTS.get(kind, 3))
+        options.setdefault("context_left", 4)
+        options.setdefault("context_right", self.DEFAULT_CONTEXT_RIGHT.get(kind, 4))
+        return kind, options
 
 
 class SubmitSerializer(serializers.Serializer):
-    """An answer: the opaque candidate id from the item payload, or its 0-based position."""
+    """An answer: the opaque candidate id from the item payload, or its 0-based position (proxy);
+    a label or a multi-select's selected positions, with spans, rubric and rationale where the
+    study's schema asks for them (label kinds). The services check it against the schema."""
 
     item = serializers.IntegerField()
     candidate = serializers.IntegerField(required=False)
     position = serializers.IntegerField(required=False, min_value=0)
     label = serializers.JSONField(required=False)
+    selections = serializers.JSONField(required=False)
+    spans = serializers.JSONField(required=False)
+    rubric = serializers.JSONField(required=False)
+    rationale = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     seconds = serializers.FloatField(required=False, allow_null=True)
 
     def validate(self, attrs):
-        if not {"candidate", "position", "label"} & attrs.keys():
-            raise serializers.ValidationError("give the chosen candidate (or its position), or a label")
+        if not {"candidate", "position", "label", "selections"} & attrs.keys():
+            raise serializers.ValidationError(
+                "give the chosen candidate (or its position), a label, or the selected positions"
+            )
         return attrs
 
 

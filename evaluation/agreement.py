@@ -31,6 +31,11 @@ BOOTSTRAP_RESAMPLES = 2000
 BOOTSTRAP_SEED = 0
 
 
+def finite_or_none(value: float | None) -> float | None:
+    """JSON has no NaN: an undefined statistic is null."""
+    return None if value is None or math.isnan(value) else float(value)
+
+
 def counts_table(choices_per_item: Sequence[Sequence[int]], categories: int) -> np.ndarray:
     """Items x categories counts from per-item lists of chosen categories (0..categories-1)."""
     table = np.zeros((len(choices_per_item), categories), dtype=np.int64)

@@ -1,15 +1,23 @@
-"""REST endpoint for study reports (staff only)."""
+"""REST endpoints for study reports and qrels exports (staff only)."""
+import json
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAdminUser
+from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
-from evaluation.services import cached_study_report, proxy_study, requested_run_ids, resolve_model_runs
+from evaluation.qrels import AGGREGATES, relevance_qrels
+from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
 from retrieval.errors import InputError
+
+
+def _bad_request(exc: InputError) -> ValidationError:
+    return ValidationError({exc.field or "detail": [str(exc)]})
 
 
 class StudyReportAPI(APIView):
@@ -23,12 +31,54 @@ class StudyReportAPI(APIView):
             )
         ],
         responses=OpenApiTypes.OBJECT,
-        description="Agreement, majority and annotator accuracy, model accuracy with McNemar tests, random baseline.",
+        description=(
+            "The report of the study's kind. Proxy: agreement, majority and annotator accuracy, model accuracy "
+            "with McNemar tests, random baseline. Relevance and quotability: Krippendorff's alpha, Fleiss and "
+            "pairwise Cohen kappa, span and rubric agreement, aggregated labels with ties, annotators (gold "
+            "accuracy, agreement with the majority, median seconds), the quotable share with a Wilson interval, "
+            "and Spearman/Kendall correlations of model scores with mean human grades."
+        ),
     )
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
         try:
             runs = resolve_model_runs(study, requested_run_ids(request.query_params.getlist("model_run")))
-            return Response(cached_study_report(proxy_study(study.pk), runs))
+            return Response(cached_study_report(study, runs))
         except InputError as exc:
-            raise ValidationError({exc.field or "detail": [str(exc)]}) from exc
+            raise _bad_request(exc) from exc
+
+
+class PlainTextRenderer(BaseRenderer):
+    """Text as it is; anything else (an error's details) as JSON text."""
+
+    media_type = "text/plain"
+    format = "txt"
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return (data if isinstance(data, str) else json.dumps(data)).encode(self.charset)
+
+
+class StudyQrelsAPI(APIView):
+    permission_classes = [IsAdminUser]
+    renderer_classes = [PlainTextRenderer, JSONRenderer]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "aggregate", OpenApiTypes.STR, enum=list(AGGREGATES),
+                description="majority (ties: the lower label), or the scale value nearest the mean or median.",
+            )
+        ],
+        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="TREC qrels: qid 0 docid relevance")},
+        description="A relevance study's aggregated labels as TREC qrels; adjudications override the aggregate.",
+    )
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        try:
+            export = relevance_qrels(study, request.query_params.get("aggregate", "majority"))
+        except InputError as exc:
+            raise _bad_request(exc) from exc
+        response = Response("".join(line + "\n" for line in export.lines()))
+        response["Content-Disposition"] = f'inline; filename="study-{study.pk}-{export.aggregate}.qrels"'
+        return response

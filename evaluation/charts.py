@@ -37,6 +37,26 @@ def accuracy_bars(report: dict) -> list[Bar]:
     return bars
 
 
+def label_distribution_bars(report: dict) -> list[Bar]:
+    """Share of the counted judgments (units, in a multi-select study) given each label."""
+    counts = report["label_counts"]
+    total = sum(counts.values())
+    names = report["study"]["value_labels"]
+    return [
+        Bar(names.get(value, value), count / total if total else 0.0, None, None, "humans")
+        for value, count in counts.items()
+    ]
+
+
+def annotator_agreement_bars(report: dict) -> list[Bar]:
+    """Each annotator's agreement with the majority label, for spotting the odd one out."""
+    return [
+        Bar(name, entry["agreement_with_majority"], None, None, "humans")
+        for name, entry in report["annotators"].items()
+        if entry["agreement_with_majority"] is not None
+    ]
+
+
 def bar_chart_svg(bars: list[Bar], title: str, width: int = 640, height: int = 300) -> SafeString:
     """A vertical bar chart of shares (0..1) with error bars, as inline SVG."""
     left, right, top, bottom = 48, 12, 44, 40

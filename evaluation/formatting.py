@@ -41,12 +41,14 @@ def agreement_rows(report: dict) -> list[dict]:
 
 
 def annotator_rows(report: dict) -> list[dict]:
+    gold = report["gold_accuracy"]
     return [
         {
             "annotator": name,
             "judgments": tally["judgments"],
             "correct": tally["correct"],
             "accuracy": format_value(tally["accuracy"]),
+            "gold": f"{gold[name]['correct']}/{gold[name]['judgments']}" if name in gold else "n/a",
         }
         for name, tally in report["annotators"].items()
     ]
@@ -126,7 +128,14 @@ def _text_table(title: str, rows: list[dict], columns: list[tuple[str, str]]) ->
 
 
 def report_as_text(report: dict) -> str:
-    """The whole report as plain-text tables (the command's output without --json)."""
+    """The whole report of either kind as plain-text tables (the command's output without --json)."""
+    if report["study"]["kind"] == "proxy":
+        return proxy_report_as_text(report)
+    return label_report_as_text(report)
+
+
+def proxy_report_as_text(report: dict) -> str:
+    """A proxy study's report as plain-text tables."""
     level = f"{100 * report['confidence']['level']:.0f}% CI"
     sections = [
         summary_line(report) + "\n" + method_line(report),
@@ -137,7 +146,8 @@ def report_as_text(report: dict) -> str:
         ),
         _text_table(
             "Annotators", annotator_rows(report),
-            [("annotator", "annotator"), ("judgments", "judgments"), ("correct", "correct"), ("accuracy", "accuracy")],
+            [("annotator", "annotator"), ("judgments", "judgments"), ("correct", "correct"), ("accuracy", "accuracy"),
+             ("gold", "hidden gold correct")],
         ),
         _text_table(
             "Models",
@@ -159,4 +169,172 @@ def report_as_text(report: dict) -> str:
                 [("item", "item"), ("query", "query"), ("gold", "gold"), ("chosen", "model's answer")],
             )
         )
+    return "\n\n".join(sections)
+
+
+# --- relevance and quotability reports ----------------------------------------------------------
+
+KAPPA_LABELS = {"unweighted": "unweighted", "linear": "linear weights", "quadratic": "quadratic weights"}
+
+
+def _label_name(report: dict, value) -> str:
+    name = report["study"]["value_labels"].get(str(value))
+    return f"{value} ({name})" if name and name != str(value) else str(value)
+
+
+def label_summary_line(report: dict) -> str:
+    study = report["study"]
+    unit = "paragraphs" if study["multi_select"] else "items"
+    return (
+        f"Study {study['id']} \"{study['name']}\" ({study['kind']}, {study['scale']} scale): {report['items']} items, "
+        f"{report['judged_items']} judged, {report['complete_items']} with {study['judgments_per_item']} judgments; "
+        f"{report['judgments']} counted judgments on {report['units']} {unit}; "
+        f"{report['ties']} majority ties, {report['adjudicated']} adjudicated."
+    )
+
+
+def label_agreement_rows(report: dict) -> list[dict]:
+    """Every agreement statistic of a label report with what it was computed on."""
+    agreement = report["agreement"]
+    rows = [
+        {"statistic": f"Krippendorff alpha ({level})", "value": format_value(value, "kappa"), "note": ""}
+        for level, value in agreement["krippendorff_alpha"].items()
+    ]
+    fleiss = agreement["fleiss_kappa"]
+    rows.append({
+        "statistic": "Fleiss kappa (labels as categories)",
+        "value": format_value(fleiss["value"], "kappa"),
+        "note": f"{fleiss['units']} units with {fleiss['raters_per_unit'] or 0} labels; {fleiss['units_left_out']} left out",
+    })
+    for name, kappa in agreement["cohen_kappa"].items():
+        rows.append({
+            "statistic": f"Mean pairwise Cohen kappa ({KAPPA_LABELS[name]})",
+            "value": format_value(kappa["mean"], "kappa"),
+            "note": f"{kappa['pairs']} annotator pairs",
+        })
+    spans = report["spans"]
+    if spans is not None:
+        note = f"{spans['items']} items with two or more annotators' spans on the {spans['target']}"
+        rows.append({"statistic": "Span token F1 (mean pairwise)", "value": format_value(spans["token_f1"], "kappa"), "note": note})
+        rows.append({"statistic": "Span exact match (share of pairs)", "value": format_value(spans["exact_match"]), "note": note})
+    for name, field in report["rubric"].items():
+        for level, value in field["krippendorff_alpha"].items():
+            rows.append({
+                "statistic": f"Rubric {name}: Krippendorff alpha ({level})",
+                "value": format_value(value, "kappa"),
+                "note": f"{field['judgments']} judgments",
+            })
+    selections = report["selections"]
+    if selections is not None:
+        note = f"{selections['items']} items with two or more annotators"
+        rows.append({"statistic": "Selections: mean pairwise Jaccard", "value": format_value(selections["jaccard"], "kappa"), "note": note})
+        rows.append({"statistic": "Selections: mean pairwise F1", "value": format_value(selections["f1"], "kappa"), "note": note})
+    return rows
+
+
+def quotable_line(report: dict) -> str | None:
+    share = report["quotable_share"]
+    if share is None:
+        return None
+    what = "Judged quotable by majority vote"
+    if share["selection"] == "top_non_gold" and share["runs"]:
+        what = f"Run {share['runs'][0]}'s top non-gold paragraphs judged quotable by majority vote"
+    if share["items"] == 0:
+        return f"{what}: n/a (no item has all its judgments yet)."
+    return (
+        f"{what}: {format_value(share['share'])} ({share['positives']} of {share['items']} items), "
+        f"{100 * share['level']:.0f}% Wilson interval {format_interval(share['interval'])}; "
+        f"{share['ties_counted_not_quotable']} ties counted as not quotable, {share['adjudicated']} adjudicated."
+    )
+
+
+def label_annotator_rows(report: dict) -> list[dict]:
+    return [
+        {
+            "annotator": name,
+            "judgments": entry["judgments"],
+            "gold": f"{entry['gold_correct']}/{entry['gold_judgments']}" if entry["gold_judgments"] else "n/a",
+            "gold_accuracy": format_value(entry["gold_accuracy"]),
+            "agreement": format_value(entry["agreement_with_majority"]),
+            "majority_units": entry["majority_units"],
+            "median_seconds": "n/a" if entry["median_seconds"] is None else f"{entry['median_seconds']:.1f}",
+        }
+        for name, entry in report["annotators"].items()
+    ]
+
+
+def _correlation(entry: dict | None) -> str:
+    if entry is None or entry["statistic"] is None:
+        return "n/a"
+    return f"{entry['statistic']:.3f} (p {format_p_value(entry['p_value'])})"
+
+
+def label_model_rows(report: dict) -> list[dict]:
+    return [
+        {
+            "run": run_id,
+            "name": model["name"],
+            "coverage": f"{model['covered_units']}/{model['rated_units']}",
+            "spearman": _correlation(model["spearman"]),
+            "kendall": _correlation(model["kendall_tau_b"]),
+            "note": model["reason"] or "",
+        }
+        for run_id, model in report["models"].items()
+    ]
+
+
+def _number(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
+def aggregate_rows(report: dict) -> list[dict]:
+    """Aggregated labels per unit; a tied majority shows the tied labels."""
+    rows = []
+    for entry in report["aggregates"]:
+        if entry["tied_labels"]:
+            majority = "tie: " + " / ".join(_label_name(report, value) for value in entry["tied_labels"])
+        else:
+            majority = "n/a" if entry["majority"] is None else _label_name(report, entry["majority"])
+        adjudicated = entry["adjudicated"]
+        rows.append({
+            "item": entry["item"],
+            "query": entry["query"],
+            "passage": entry["passage"] + (f" (paragraph {entry['position'] + 1})" if report["study"]["multi_select"] else ""),
+            "labels": " ".join(str(label) for label in entry["labels"]) or "none yet",
+            "majority": majority,
+            "mean": _number(entry["mean"]),
+            "median": _number(entry["median"]),
+            "adjudicated": "" if adjudicated is None else _label_name(report, adjudicated),
+        })
+    return rows
+
+
+def label_report_as_text(report: dict) -> str:
+    """A relevance or quotability study's report as plain-text tables."""
+    sections = [
+        label_summary_line(report) + f"\nComputed {report['computed_at'][:19].replace('T', ' ')} UTC.",
+        _text_table("Agreement", label_agreement_rows(report),
+                    [("statistic", "statistic"), ("value", "value"), ("note", "")]),
+    ]
+    quotable = quotable_line(report)
+    if quotable:
+        sections.append(quotable)
+    sections += [
+        _text_table(
+            "Annotators", label_annotator_rows(report),
+            [("annotator", "annotator"), ("judgments", "judgments"), ("gold", "gold correct"),
+             ("gold_accuracy", "gold accuracy"), ("agreement", "agrees with majority"),
+             ("median_seconds", "median seconds")],
+        ),
+        _text_table(
+            "Model scores against mean human grades", label_model_rows(report),
+            [("run", "run"), ("name", "name"), ("coverage", "units scored"), ("spearman", "Spearman rho"),
+             ("kendall", "Kendall tau-b"), ("note", "")],
+        ),
+        _text_table(
+            "Aggregated labels", aggregate_rows(report),
+            [("item", "item"), ("query", "query"), ("passage", "passage"), ("labels", "labels"),
+             ("majority", "majority"), ("mean", "mean"), ("median", "median"), ("adjudicated", "adjudicated")],
+        ),
+    ]
     return "\n\n".join(sections)

@@ -1,6 +1,9 @@
-"""Read-only queries behind the reports: what was shown, what annotators chose, what runs scored.
+"""Read-only queries behind the reports: what was shown, what annotators chose or labelled,
+what runs scored.
 
-Staff-only: these read gold flags and candidate provenance.
+Staff-only: these read gold flags, known answers and candidate provenance. Statistics read
+judgments only through `annotation.selectors.counted_judgments` (the one definition of what
+counts), gold accuracy only through `gold_judgments`.
 """
 from __future__ import annotations
 
@@ -11,12 +14,13 @@ from dataclasses import dataclass
 
 from django.db.models import Count, Max, Q, Sum
 
-from annotation.models import Item, ItemCandidate, Judgment, Study
-from annotation.selectors import counted_judgments
+from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
+from annotation.selectors import counted_judgments, gold_judgments, span_target_text
+from annotation.services.labels import is_correct
 from retrieval.models import Hit, Run
 
 # Bump when the report's computation or layout changes, so cached payloads are recomputed.
-REPORT_FORMAT = 1
+REPORT_FORMAT = 2
 
 
 @dataclass(frozen=True)
@@ -50,7 +54,9 @@ class Choice:
 
 
 def shown_items(study: Study) -> list[ShownItem]:
-    """Every item of the study with its candidates in display order."""
+    """Every formal work item of the study with its candidates in display order. Hidden gold
+    and qualification items are checks on the annotators, not data: they never enter a report's
+    items (their judgments are not counted either)."""
     candidates: dict[int, list[ShownCandidate]] = {}
     rows = (
         ItemCandidate.objects.filter(item__study=study)
@@ -59,7 +65,11 @@ def shown_items(study: Study) -> list[ShownItem]:
     )
     for item_id, candidate_id, position, passage_id, passage, is_gold in rows:
         candidates.setdefault(item_id, []).append(ShownCandidate(candidate_id, position, passage_id, passage, is_gold))
-    items = Item.objects.filter(study=study).order_by("position").values_list("id", "position", "query_id", "query__external_id")
+    items = (
+        Item.objects.filter(study=study, role=Item.Role.WORK)
+        .order_by("position")
+        .values_list("id", "position", "query_id", "query__external_id")
+    )
     return [
         ShownItem(item_id, position, query_id, query, tuple(candidates.get(item_id, ())))
         for item_id, position, query_id, query in items
@@ -101,16 +111,78 @@ def run_scores(run: Run, items: Sequence[ShownItem]) -> dict[tuple[int, int], tu
     return {(query_id, passage_id): (score, rank) for query_id, passage_id, score, rank in rows}
 
 
+@dataclass(frozen=True)
+class LabelAnswer:
+    """One counted judgment of a label study, as the statistics read it."""
+
+    item_id: int
+    annotator: str
+    label: int | None
+    selections: tuple[int, ...]
+    spans: tuple[dict, ...]
+    rubric: dict
+    seconds: float | None
+
+
+def counted_label_answers(study: Study) -> list[LabelAnswer]:
+    """What each counted judgment answered: its label (or selected positions), spans, rubric
+    and the seconds the annotator reported."""
+    rows = (
+        counted_judgments(study)
+        .order_by("item_id", "annotator__username")
+        .values_list("item_id", "annotator__username", "label", "selections", "spans", "rubric", "seconds")
+    )
+    return [
+        LabelAnswer(item_id, annotator, label, tuple(selections or ()), tuple(spans or ()), rubric or {}, seconds)
+        for item_id, annotator, label, selections, spans, rubric, seconds in rows
+    ]
+
+
+def gold_outcomes(study: Study) -> list[tuple[str, bool]]:
+    """(annotator, answered correctly) for every counted judgment of a hidden gold item whose
+    answer is known: the input of per-annotator gold accuracy."""
+    judgments = gold_judgments(study).select_related("item__study", "annotator", "choice").order_by("id")
+    outcomes = []
+    for judgment in judgments:
+        correct = is_correct(judgment.item, judgment)
+        if correct is not None:
+            outcomes.append((judgment.annotator.username, correct))
+    return outcomes
+
+
+def span_texts(study: Study, item_ids: Iterable[int], target: str) -> dict[int, str]:
+    """item id -> the text whose character offsets the item's spans of `target` count."""
+    items = Item.objects.filter(study=study, pk__in=set(item_ids)).select_related("query")
+    return {item.pk: span_target_text(study, item, target) for item in items}
+
+
+def adjudicated_answers(study: Study) -> dict[int, tuple[int | None, tuple[int, ...]]]:
+    """item id -> staff's final (label, selected positions) for the items they adjudicated."""
+    rows = Adjudication.objects.filter(item__study=study).values_list("item_id", "label", "selections")
+    return {item_id: (label, tuple(selections or ())) for item_id, label, selections in rows}
+
+
 def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
     """A digest of everything a study report depends on. Any new, voided or excluded judgment,
-    any change to items, candidates, the study's settings or the runs' hits changes it."""
+    any block or adjudication, any change to items, known answers, candidates, the study's
+    settings or the runs' hits changes it."""
     counted = counted_judgments(study).order_by().aggregate(count=Count("id"), last=Max("id"), id_sum=Sum("id"))
-    voided = Judgment.objects.filter(item__study=study).aggregate(
-        voided=Count("id", filter=Q(voided=True)), last_voided=Max("voided_at")
+    judgments = Judgment.objects.filter(item__study=study)
+    every = judgments.aggregate(
+        count=Count("id"), last=Max("id"), voided=Count("id", filter=Q(voided=True)), last_voided=Max("voided_at")
     )
-    items = Item.objects.filter(study=study).aggregate(count=Count("id"), last=Max("id"))
+    items = sorted(Item.objects.filter(study=study).values_list("id", "role", "expected_label"))
     candidates = ItemCandidate.objects.filter(item__study=study).aggregate(
         count=Count("id"), last=Max("id"), golds=Count("id", filter=Q(is_gold=True))
+    )
+    blocks = sorted(StudyBlock.objects.filter(study=study).values_list("annotator_id", "exclude_judgments"))
+    blocked_everywhere = sorted(
+        AnnotatorProfile.objects.filter(blocked=True, user__judgments__item__study=study)
+        .values_list("user_id", flat=True)
+        .distinct()
+    )
+    adjudications = sorted(
+        Adjudication.objects.filter(item__study=study).values_list("item_id", "choice_id", "label", "selections", "decided_at")
     )
     run_states = [
         {"id": run.pk, "status": run.status, **Hit.objects.filter(run=run).aggregate(hits=Count("id"), last=Max("id"))}
@@ -118,11 +190,17 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
     ]
     inputs = {
         "format": REPORT_FORMAT,
-        "study": [study.kind, study.candidates_per_item, study.judgments_per_item, study.negatives_run_id],
+        "study": [
+            study.kind, study.candidates_per_item, study.judgments_per_item, study.negatives_run_id,
+            study.label_schema, study.context_left, study.context_right,
+        ],
         "counted": counted,
-        "voided": voided,
+        "judgments": every,
         "items": items,
         "candidates": candidates,
+        "blocks": blocks,
+        "blocked_everywhere": blocked_everywhere,
+        "adjudications": adjudications,
         "runs": run_states,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()

@@ -1,12 +1,13 @@
-"""Study reports: agreement, human and model accuracy on proxy studies, with confidence
-intervals, paired tests and the item lists used for error analysis (RELiC Tables 5 and A4).
+"""Study reports. `study_report` picks the report of the study's kind: proxy studies get
+agreement, human and model accuracy with confidence intervals, paired tests and the item lists
+used for error analysis (RELiC Tables 5 and A4), written here; relevance and quotability
+studies get `evaluation.label_report`. `cached_study_report` serves either from the cache.
 
-Positions are the 0-based display positions of the candidates; the Fleiss category is the
+Proxy positions are the 0-based display positions of the candidates; the Fleiss category is the
 position, because every item has its own candidates.
 """
 from __future__ import annotations
 
-import math
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
@@ -16,12 +17,14 @@ from django.utils import timezone
 
 from annotation.models import Study
 from evaluation import agreement
+from evaluation.label_report import label_study_report
 from evaluation.models import StudyReport
 from evaluation.selectors import (
     Choice,
     ShownCandidate,
     ShownItem,
     counted_choices,
+    gold_outcomes,
     negatives_run_ids,
     report_fingerprint,
     run_scores,
@@ -68,18 +71,12 @@ def _require_proxy(study: Study) -> None:
         raise InputError(f"study {study.pk} is a {study.kind} study; this report covers proxy studies", field="study")
 
 
-def proxy_study(study_id: int) -> Study:
-    """The proxy study to report on, or a clear error naming what is wrong."""
+def get_study(study_id: int) -> Study:
+    """The study to report on, or a clear error naming what is wrong."""
     study = Study.objects.filter(pk=study_id).first()
     if study is None:
         raise InputError(f"no study with id {study_id}", field="study")
-    _require_proxy(study)
     return study
-
-
-def _finite(value: float) -> float | None:
-    """JSON has no NaN: an undefined statistic is null."""
-    return None if value is None or math.isnan(value) else float(value)
 
 
 def _interval(interval: agreement.Interval | None) -> dict | None:
@@ -125,9 +122,9 @@ def _agreement_section(votes: HumanVotes) -> dict:
         "none_agree": agreement.none_agree_flags(counts),
         "majority_accuracy": votes.majority_correct,
     }
-    section = {name: _finite(agreement.share(flags)) for name, flags in per_item.items()}
-    section["fleiss_kappa"] = _finite(agreement.fleiss_kappa(counts))
-    section["randolph_kappa"] = _finite(agreement.randolph_kappa(counts))
+    section = {name: agreement.finite_or_none(agreement.share(flags)) for name, flags in per_item.items()}
+    section["fleiss_kappa"] = agreement.finite_or_none(agreement.fleiss_kappa(counts))
+    section["randolph_kappa"] = agreement.finite_or_none(agreement.randolph_kappa(counts))
     statistics = {name: (lambda weights, flags=flags: agreement.weighted_mean(flags, weights)) for name, flags in per_item.items()}
     for chance in ("fleiss", "randolph"):
         statistics[f"{chance}_kappa"] = lambda weights, chance=chance: agreement.weighted_kappa(counts, weights, chance)
@@ -187,12 +184,12 @@ def _model_section(
         **section,
         "comparable": True,
         "reason": None,
-        "accuracy": _finite(agreement.share(correct)),
+        "accuracy": agreement.finite_or_none(agreement.share(correct)),
         "confidence_interval": _interval(
             agreement.bootstrap_interval(lambda weights: agreement.weighted_mean(correct, weights), len(correct))
         ),
         "covered_items": len(covered),
-        "coverage": _finite(len(covered) / len(items)) if items else None,
+        "coverage": agreement.finite_or_none(len(covered) / len(items)) if items else None,
         "mcnemar": {
             "paired_items": len(paired),
             "model_only_correct": test.first_only,
@@ -219,7 +216,14 @@ def _random_section(study: Study, complete_items: int) -> dict:
 
 
 def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
-    """Everything the study report shows, as a JSON-ready dict (see DESIGN.md's contract)."""
+    """The report of the study's kind, as a JSON-ready dict."""
+    if study.kind == Study.Kind.PROXY:
+        return proxy_study_report(study, model_runs)
+    return label_study_report(study, model_runs)
+
+
+def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
+    """Everything the proxy study report shows, as a JSON-ready dict (see DESIGN.md's contract)."""
     _require_proxy(study)
     shown = shown_items(study)
     items = [item for item in shown if item.gold is not None]
@@ -273,6 +277,8 @@ def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         },
         "annotator_accuracy": {name: tally["accuracy"] for name, tally in annotators.items()},
         "annotators": annotators,
+        # Accuracy on the hidden gold items mixed into the work (not counted above).
+        "gold_accuracy": agreement.annotator_accuracy(gold_outcomes(study)),
         "model_accuracy": {run_id: section["accuracy"] for run_id, section in models.items()},
         "models": models,
         "random_baseline": _random_section(study, len(complete)),
@@ -285,7 +291,6 @@ def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
 
 def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     """The stored report when its inputs are unchanged, else a fresh one (stored for next time)."""
-    _require_proxy(study)
     key = ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
     fingerprint = report_fingerprint(study, model_runs)
     stored = StudyReport.objects.filter(study=study, model_runs_key=key, fingerprint=fingerprint).first()

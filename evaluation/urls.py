@@ -1,7 +1,7 @@
 """Evaluation pages and API routes, full paths (included at "" by marginalia/urls.py)."""
 from django.urls import path
 
-from evaluation.api import StudyReportAPI
+from evaluation.api import StudyQrelsAPI, StudyReportAPI
 from evaluation.views import StudyReportPage
 
 app_name = "evaluation"
@@ -9,4 +9,5 @@ app_name = "evaluation"
 urlpatterns = [
     path("studies/<int:study_id>/report/", StudyReportPage.as_view(), name="study-report"),
     path("api/studies/<int:study_id>/report/", StudyReportAPI.as_view(), name="api-study-report"),
+    path("api/studies/<int:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
 ]

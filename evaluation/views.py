@@ -6,7 +6,7 @@ from django.views import View
 
 from annotation.models import Study
 from evaluation import charts, formatting
-from evaluation.services import cached_study_report, proxy_study, requested_run_ids, resolve_model_runs
+from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
 from retrieval.errors import InputError
 from retrieval.models import Run
 
@@ -19,10 +19,12 @@ class StaffRequiredMixin(UserPassesTestMixin):
 
 
 class StudyReportPage(StaffRequiredMixin, View):
-    template_name = "evaluation/study_report.html"
+    """The report of the study's kind: proxy studies and label studies have their own template."""
 
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
+        proxy = study.kind == Study.Kind.PROXY
+        template = "evaluation/study_report.html" if proxy else "evaluation/label_report.html"
         selected = requested_run_ids(request.GET.getlist("model_run"))
         context = {
             "study": study,
@@ -30,21 +32,41 @@ class StudyReportPage(StaffRequiredMixin, View):
             "selected_runs": selected,
         }
         try:
-            report = cached_study_report(proxy_study(study.pk), resolve_model_runs(study, selected))
+            report = cached_study_report(study, resolve_model_runs(study, selected))
         except InputError as exc:
-            return render(request, self.template_name, {**context, "error": str(exc)}, status=400)
-        context.update(
-            report=report,
-            summary=formatting.summary_line(report),
-            method=formatting.method_line(report),
-            agreement_rows=formatting.agreement_rows(report),
-            annotator_rows=formatting.annotator_rows(report),
-            model_rows=formatting.model_rows(report),
-            unanimous_non_gold=formatting.error_rows(report["error_analysis"]["unanimous_non_gold"], "chosen"),
-            model_failures={
-                run_id: formatting.error_rows(entries, "model_answer")
-                for run_id, entries in report["error_analysis"]["humans_agree_model_fails"].items()
-            },
-            chart=charts.bar_chart_svg(charts.accuracy_bars(report), "Accuracy with 95% intervals"),
-        )
-        return render(request, self.template_name, context)
+            return render(request, template, {**context, "error": str(exc)}, status=400)
+        context["report"] = report
+        context.update(proxy_context(report) if proxy else label_context(report))
+        return render(request, template, context)
+
+
+def proxy_context(report: dict) -> dict:
+    return {
+        "summary": formatting.summary_line(report),
+        "method": formatting.method_line(report),
+        "agreement_rows": formatting.agreement_rows(report),
+        "annotator_rows": formatting.annotator_rows(report),
+        "model_rows": formatting.model_rows(report),
+        "unanimous_non_gold": formatting.error_rows(report["error_analysis"]["unanimous_non_gold"], "chosen"),
+        "model_failures": {
+            run_id: formatting.error_rows(entries, "model_answer")
+            for run_id, entries in report["error_analysis"]["humans_agree_model_fails"].items()
+        },
+        "chart": charts.bar_chart_svg(charts.accuracy_bars(report), "Accuracy with 95% intervals"),
+    }
+
+
+def label_context(report: dict) -> dict:
+    agreement_bars = charts.annotator_agreement_bars(report)
+    return {
+        "summary": formatting.label_summary_line(report),
+        "quotable": formatting.quotable_line(report),
+        "agreement_rows": formatting.label_agreement_rows(report),
+        "annotator_rows": formatting.label_annotator_rows(report),
+        "model_rows": formatting.label_model_rows(report),
+        "aggregate_rows": formatting.aggregate_rows(report),
+        "distribution_chart": charts.bar_chart_svg(charts.label_distribution_bars(report), "Share of labels given"),
+        "agreement_chart": (
+            charts.bar_chart_svg(agreement_bars, "Annotators' agreement with the majority label") if agreement_bars else None
+        ),
+    }

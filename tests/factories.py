@@ -499,3 +499,42 @@ def add_label_judgment(
         item=item, annotator=annotator, label=label, spans=[dict(span) for span in spans], rubric=rubric or {},
         selections=sorted(selections), rationale=rationale, seconds=seconds, source=Judgment.Source.IMPORT,
     )
+
+
+# --- relevance and quotability studies built through the real services (test_relevance_*, test_quotability_*) --
+
+
+def make_label_collection(n_queries: int = 2, n_passages: int = 6) -> Collection:
+    """BEIR-style: passages d0.. ("Passage number i ...") and queries q0.. with text; query i's
+    one relevant passage is d{i}."""
+    collection = make_collection()
+    passages = make_text_passages(collection, [f"Passage number {i} tells its own story." for i in range(n_passages)])
+    for number in range(n_queries):
+        query = make_text_query(collection, f"Query number {number} asks about a story.", external_id=f"q{number}")
+        add_qrels(query, {passages[number]: 1})
+    return collection
+
+
+def make_quote_collection(n_contexts: int = 3, paragraphs_per_source: int = 4) -> Collection:
+    """Quote recommendation: source documents s0.. of `paragraphs_per_source` paragraphs each
+    (passages "s<d>:p<i>", no sentence positions) and contexts c0.. (article title in metadata,
+    four left-context sentences); context i's gold is paragraph 0 of source i."""
+    collection = make_collection()
+    for number in range(n_contexts):
+        source = Document.objects.create(collection=collection, external_id=f"s{number}", title=f"Source {number}",
+                                         ordinal=number)
+        ordinal = collection.passages.count()
+        Passage.objects.bulk_create(
+            [
+                Passage(collection=collection, document=source, external_id=f"s{number}:p{i}", ordinal=ordinal + i,
+                        text=f"Source {number} paragraph {i} holds a line worth quoting.")
+                for i in range(paragraphs_per_source)
+            ]
+        )
+    for number in range(n_contexts):
+        query = Query.objects.create(
+            collection=collection, external_id=f"c{number}", ordinal=number, metadata={"title": f"Article {number}"},
+            left_context=[f"Article {number} sentence {j} leads up to a quotation." for j in range(4)],
+        )
+        add_qrels(query, {collection.passages.get(external_id=f"s{number}:p0"): 1})
+    return collection

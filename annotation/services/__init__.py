@@ -3,12 +3,24 @@
 - `create_proxy_study(...)` -> StudyCreation (studies.py)
 - `claim_next_item(study, annotator)` -> Assignment | None, `next_work(study, annotator)` -> the
   annotator-facing payload, `submit_judgment(...)` -> Submission, `void_judgment(...)` (queue.py)
+- `create_relevance_study(...)`, `create_quotability_study(...)` -> StudyCreation, `qrel_label(item)`
+  (label_studies.py)
+- `validate_answer(study, item, ...)` -> Answer, `is_correct(item, answer)`, `validate_schema(...)`,
+  `default_schema(kind)` (labels.py)
 - `import_judgments(study, path)` -> ImportResult (imports.py)
+- qualification rounds: `qualification_state(study, annotator)`, `next_question`, `record_answer`
+  (qualification.py; next_work and submit_judgment route to them by item role)
+- quality control: `designate_items`, `designate_gold_share`, `gold_accuracy`, `speeds`,
+  `refresh_flags`, `resolve_flag`, `block_annotator`, `unblock_annotator`, `sample_for_peer_review`,
+  `next_peer_review`, `submit_peer_review`, `peer_pass_rates`, `disagreement_items`, `adjudicate`,
+  `quality_overview` (quality.py; import them from there)
 
 Refusals are exceptions: AnnotationForbidden (403), SubmissionRejected (400/409) and
 retrieval.errors.InputError for bad settings or files (naming the field, line and file).
 """
 from .imports import ImportResult, import_judgments
+from .label_studies import create_quotability_study, create_relevance_study, qrel_label
+from .labels import Answer, default_schema, is_correct, validate_answer, validate_expected, validate_schema
 from .queue import (
     AnnotationForbidden,
     Submission,
@@ -24,7 +36,9 @@ from .queue import (
 from .studies import SkippedQuery, StudyCreation, create_proxy_study
 
 __all__ = [
-    "AnnotationForbidden", "ImportResult", "SkippedQuery", "StudyCreation", "Submission", "SubmissionRejected",
+    "Answer", "AnnotationForbidden", "ImportResult", "SkippedQuery", "StudyCreation", "Submission", "SubmissionRejected",
     "annotator_refusal", "claim_next_item", "clamp_seconds", "create_proxy_study", "expire_stale_claims",
     "import_judgments", "next_work", "submit_judgment", "void_judgment",
+    "create_quotability_study", "create_relevance_study", "default_schema", "is_correct", "qrel_label",
+    "validate_answer", "validate_expected", "validate_schema",
 ]

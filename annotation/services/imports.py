@@ -1,8 +1,10 @@
 """Importing judgments collected elsewhere (a spreadsheet, another tool, a simulation).
 
 One JSON object per line: `{"item": id, "annotator": name, "choice": passage external id}` for
-proxy studies, `"label": value` instead of `choice` for label studies, optionally `"seconds"`.
-Other keys are ignored, so the jsonl that /api/judgments/ exports can be read back.
+proxy studies; for label studies `"label": value` (or, multi-select, `"selections": [display
+positions]`) with `"spans"`, `"rubric"` and `"rationale"` as the study's schema asks; optionally
+`"seconds"`. Every answer goes through labels.validate_answer, like a web submission. Other keys
+are ignored, so the jsonl that /api/judgments/ exports can be read back.
 
 All or nothing: the first bad row rejects the whole file (InputError naming the file, line and
 field) and nothing is written. A row identical to a judgment already stored (same item,
@@ -28,7 +30,11 @@ from django.utils import timezone
 from retrieval.errors import InputError
 
 from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study
+from .labels import Answer, validate_answer
 from .queue import MAX_REPORTED_SECONDS
+
+# The keys of a row that make up a label study's answer (validate_answer's arguments).
+LABEL_KEYS = ("label", "spans", "rubric", "rationale", "selections")
 
 
 @dataclass(frozen=True)
@@ -45,8 +51,7 @@ class _Row:
     line: int
     item: Item
     annotator: str
-    choice: ItemCandidate | None
-    label: object
+    answer: Answer
     seconds: float | None
 
 
@@ -66,10 +71,11 @@ def import_judgments(study: Study, path: str | Path) -> ImportResult:
             previous = stored.get((row.item.pk, row.annotator))
             if previous is None:
                 new_rows.append(row)
-            elif previous != _answer(row):
+            elif previous != _comparable(**row.answer.judgment_fields()):
                 raise InputError(
                     f"annotator '{row.annotator}' already judged item {row.item.pk} differently; "
-                    "judgments are immutable", file=str(path), line=row.line, field="choice" if row.choice else "label",
+                    "judgments are immutable", file=str(path), line=row.line,
+                    field="choice" if row.answer.choice else "label",
                 )
         _write(study, new_rows, str(path))
     return ImportResult(imported=len(new_rows), rejected=len(rows) - len(new_rows))
@@ -85,7 +91,6 @@ def _items_with_candidates(study: Study) -> dict[int, tuple[Item, dict[str, Item
 def _parse(study: Study, items, text: str, file: str) -> list[_Row]:
     rows, seen = [], {}
     proxy = study.kind == Study.Kind.PROXY
-    allowed_labels = (study.label_schema or {}).get("values")
     for line_number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -114,17 +119,11 @@ def _parse(study: Study, items, text: str, file: str) -> list[_Row]:
             raise bad(f"duplicate (item {item_id}, annotator '{annotator}'), first on line {seen[item_id, annotator]}",
                       "annotator")
         seen[item_id, annotator] = line_number
-        choice, label = None, data.get("label")
-        if proxy:
-            external_id = data.get("choice")
-            if not isinstance(external_id, str) or external_id not in candidates:
-                raise bad(f"{external_id!r} is not one of item {item_id}'s candidates", "choice")
-            choice, label = candidates[external_id], None
-        elif label is None:
-            raise bad("a label is required for this study", "label")
-        elif allowed_labels is not None and label not in allowed_labels:
-            raise bad(f"{label!r} is not one of {allowed_labels}", "label")
-        rows.append(_Row(line_number, item, annotator, choice, label, _seconds(data.get("seconds"), bad)))
+        try:
+            answer = validate_answer(study, item, **_answer_parts(proxy, data, candidates))
+        except InputError as exc:
+            raise bad(exc.message, exc.field) from exc
+        rows.append(_Row(line_number, item, annotator, answer, _seconds(data.get("seconds"), bad)))
     return rows
 
 
@@ -146,15 +145,32 @@ def _seconds(value, bad) -> float | None:
     return min(float(value), MAX_REPORTED_SECONDS)
 
 
-def _answer(row: _Row):
-    return ("choice", row.choice.pk) if row.choice is not None else ("label", json.dumps(row.label, sort_keys=True))
+def _answer_parts(proxy: bool, data: dict, candidates: dict[str, ItemCandidate]) -> dict:
+    """validate_answer's arguments from a row: the chosen passage's candidate (proxy), else the
+    label parts (absent keys are simply not given)."""
+    if proxy:
+        external_id = data.get("choice")
+        if not isinstance(external_id, str) or external_id not in candidates:
+            raise InputError(f"{external_id!r} is not one of the item's candidates", field="choice")
+        return {"candidate": candidates[external_id]}
+    return {key: data[key] for key in LABEL_KEYS if key in data}
 
 
-def _stored_answers(study: Study) -> dict[tuple[int, str], tuple]:
+def _comparable(*, choice, label, spans, rubric, rationale, selections) -> str:
+    """An answer as one string, so a re-imported row can be told identical to a stored one."""
+    choice_id = choice if isinstance(choice, int) or choice is None else choice.pk
+    return json.dumps([choice_id, label, spans, rubric, rationale, selections], sort_keys=True)
+
+
+def _stored_answers(study: Study) -> dict[tuple[int, str], str]:
     return {
-        (item_id, username): ("choice", choice_id) if choice_id is not None else ("label", json.dumps(label, sort_keys=True))
-        for item_id, username, choice_id, label in Judgment.objects.filter(item__study=study).values_list(
-            "item_id", "annotator__username", "choice_id", "label"
+        (item_id, username): _comparable(
+            choice=choice_id, label=label, spans=spans, rubric=rubric, rationale=rationale, selections=selections
+        )
+        for item_id, username, choice_id, label, spans, rubric, rationale, selections in Judgment.objects.filter(
+            item__study=study
+        ).values_list(
+            "item_id", "annotator__username", "choice_id", "label", "spans", "rubric", "rationale", "selections"
         )
     }
 
@@ -186,7 +202,7 @@ def _write(study: Study, rows: list[_Row], file: str) -> None:
             else:
                 Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
             Judgment.objects.create(
-                item=item, annotator=user, assignment=assignment, choice=row.choice, label=row.label,
+                item=item, annotator=user, assignment=assignment, **row.answer.judgment_fields(),
                 seconds=row.seconds, source=Judgment.Source.IMPORT,
             )
 

@@ -5,6 +5,12 @@ Assignment; the database refuses a second live claim of the same (item, slot) or
 annotator). Claims lock the item row (SELECT ... FOR UPDATE where the database has it; SQLite
 serialises writers with BEGIN IMMEDIATE) and retry when a racing claim wins, so no item ever
 gets more judgments than it needs and no annotator judges an item twice.
+
+Quality control shapes the queue: in a study with a qualification round an annotator is served
+its qualification questions (answers go to their qualification attempt, not to judgments) until
+they pass; hidden gold items are ordinary items of the queue (role "gold", placed among the
+others when designated) and are claimed and shown exactly like work items; an annotator blocked
+from the study (StudyBlock) or everywhere (AnnotatorProfile.blocked) gets no work.
 """
 from __future__ import annotations
 
@@ -19,8 +25,19 @@ from django.utils import timezone
 
 from retrieval.errors import InputError
 
-from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study
-from ..selectors import annotator_item_payload, finished_payload
+from ..models import (
+    LIVE_ASSIGNMENT_STATES,
+    Assignment,
+    Item,
+    ItemCandidate,
+    Judgment,
+    QualificationAnswer,
+    Study,
+    StudyBlock,
+)
+from ..selectors import annotator_item_payload, annotator_progress, finished_payload, shown_item
+from .labels import Answer, validate_answer
+from .qualification import next_question, qualification_state, record_answer
 
 # Client-reported seconds outside this range are clamped: a day is longer than any honest item.
 MAX_REPORTED_SECONDS = 24 * 3600.0
@@ -44,12 +61,15 @@ class SubmissionRejected(Exception):
 
 @dataclass(frozen=True)
 class Submission:
-    judgment: Judgment
-    created: bool  # False: the annotator had already judged this item; the stored answer stands
+    judgment: Judgment | None  # None for an answer in a qualification round
+    created: bool  # False: the annotator had already answered this item; the stored answer stands
+    qualification_answer: QualificationAnswer | None = None
 
 
 def annotator_refusal(study: Study, annotator) -> str | None:
-    """Why `annotator` may not work on `study`, or None when they may."""
+    """Why `annotator` may not work on `study`, or None when they may: inactive, blocked
+    everywhere or from this study, not on its list, or locked out by its qualification round
+    (or the round has no questions yet). Being still in the round is no refusal."""
     if not annotator.is_active:
         return "your account is inactive"
     profile = getattr(annotator, "annotator_profile", None)
@@ -57,18 +77,23 @@ def annotator_refusal(study: Study, annotator) -> str | None:
         return "your account is blocked from annotation"
     if study.annotators.exists() and not study.annotators.filter(pk=annotator.pk).exists():
         return "you are not one of this study's annotators"
-    return None
+    if StudyBlock.objects.filter(study=study, annotator=annotator).exists():
+        return "you are blocked from this study"
+    return qualification_state(study, annotator).refusal()
 
 
 def claim_next_item(study: Study, annotator) -> Assignment | None:
     """The annotator's current claim in the study, or a new claim on the item that most needs a
     judgment and that they have not judged; None when nothing is left for them.
 
-    Raises AnnotationForbidden for blocked, inactive or not-allowed annotators.
+    Raises AnnotationForbidden for blocked, inactive or not-allowed annotators, and for those
+    who have not passed the study's qualification round (next_work serves them its questions).
     """
     refusal = annotator_refusal(study, annotator)
     if refusal:
         raise AnnotationForbidden(refusal)
+    if not qualification_state(study, annotator).qualified:
+        raise AnnotationForbidden("pass this study's qualification round first")
     if study.status != Study.Status.OPEN:
         return None
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
@@ -104,7 +129,7 @@ def _claim(study: Study, annotator) -> Assignment | None:
     if current is not None:
         return current
     needy = (
-        Item.objects.filter(study=study)
+        Item.objects.filter(study=study, role__in=(Item.Role.WORK, Item.Role.GOLD))
         .exclude(judgments__annotator=annotator)
         .exclude(pk__in=Assignment.objects.filter(annotator=annotator, state__in=LIVE_ASSIGNMENT_STATES).values("item"))
         .annotate(live=Count("assignments", filter=Q(assignments__state__in=LIVE_ASSIGNMENT_STATES)))
@@ -127,11 +152,39 @@ def _claim(study: Study, annotator) -> Assignment | None:
 
 def next_work(study: Study, annotator) -> dict:
     """The annotator's current or next item as shown to them, or the finished payload. What the
-    web page and the API both serve."""
+    web page and the API both serve. Until the annotator passes the study's qualification round
+    the item is their next qualification question; `qualification` always says where they stand
+    (QualificationState.payload: status, attempt n of m, the last attempt's result)."""
+    refusal = annotator_refusal(study, annotator)
+    if refusal:
+        raise AnnotationForbidden(refusal)
+    state = qualification_state(study, annotator)
+    if not state.qualified:
+        return _next_question_payload(study, annotator)
     assignment = claim_next_item(study, annotator)
-    if assignment is None:
-        return finished_payload(study, annotator)
-    return annotator_item_payload(assignment)
+    payload = finished_payload(study, annotator) if assignment is None else annotator_item_payload(assignment)
+    return {**payload, "qualification": state.payload()}
+
+
+def _next_question_payload(study: Study, annotator) -> dict:
+    """The annotator's next qualification question, shaped like a work item (no claim, so no
+    expiry), or the finished payload while the study is closed."""
+    question = next_question(study, annotator) if study.status == Study.Status.OPEN else None
+    state = qualification_state(study, annotator)
+    if question is None:
+        if state.qualified:  # the question just scored passed the round: formal work is next
+            return next_work(study, annotator)
+        refusal = state.refusal()
+        if refusal:
+            raise AnnotationForbidden(refusal)
+        return {**finished_payload(study, annotator), "qualification": state.payload()}
+    return {
+        "finished": False,
+        **shown_item(question[1]),
+        "expires_at": None,
+        "progress": annotator_progress(study, annotator),
+        "qualification": state.payload(),
+    }
 
 
 def expire_stale_claims(study: Study, now=None) -> int:
@@ -154,10 +207,15 @@ def submit_judgment(
     candidate: ItemCandidate | None = None,
     position: int | None = None,
     label=None,
+    spans=None,
+    rubric=None,
+    rationale="",
+    selections=None,
     seconds=None,
 ) -> Submission:
     """Store the annotator's answer to `item`: a candidate (or its 0-based display position)
-    for proxy studies, a label otherwise.
+    for proxy studies; for label studies a label (or a multi-select's selected positions) with
+    the spans, rubric and rationale the study's schema asks for (see labels.validate_answer).
 
     Idempotent: when the annotator already judged the item, the stored judgment is returned
     unchanged, whatever the new answer. A claim that expired still counts if one of the item's
@@ -168,6 +226,11 @@ def submit_judgment(
     refusal = annotator_refusal(study, annotator)
     if refusal:
         raise AnnotationForbidden(refusal)
+    if item.role == Item.Role.QUALIFICATION:
+        return _submit_qualification_answer(
+            annotator, item, candidate=candidate, position=position, label=label, spans=spans, rubric=rubric,
+            rationale=rationale, selections=selections,
+        )
     try:
         with transaction.atomic():
             # Under the item's lock a racing double submission sees the first one's judgment.
@@ -177,12 +240,15 @@ def submit_judgment(
                 return Submission(stored, created=False)
             if study.status != Study.Status.OPEN:
                 raise SubmissionRejected("this study is closed", conflict=True)
-            choice = _resolve_answer(item, candidate, position, label)
+            answer = _resolve_answer(
+                item, candidate=candidate, position=position, label=label, spans=spans, rubric=rubric,
+                rationale=rationale, selections=selections,
+            )
             assignment = _submittable_assignment(item, annotator)
             now = timezone.now()
             judgment = Judgment.objects.create(
-                item=item, annotator=annotator, assignment=assignment, choice=choice,
-                label=None if choice is not None else label, seconds=clamp_seconds(seconds),
+                item=item, annotator=annotator, assignment=assignment, **answer.judgment_fields(),
+                seconds=clamp_seconds(seconds),
                 server_seconds=(now - assignment.claimed_at).total_seconds(), source=Judgment.Source.WEB,
             )
             Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
@@ -195,22 +261,34 @@ def submit_judgment(
     return Submission(judgment, created=True)
 
 
-def _resolve_answer(item: Item, candidate: ItemCandidate | None, position: int | None, label):
-    """The chosen ItemCandidate for proxy studies (None for label studies), validated."""
-    if item.study.kind != Study.Kind.PROXY:
-        if label is None:
-            raise SubmissionRejected("a label is required")
-        return None
-    if candidate is None and position is None:
-        raise SubmissionRejected("choose one of the candidates")
-    if candidate is not None:
-        if candidate.item_id != item.pk or (position is not None and candidate.position != position):
-            raise SubmissionRejected("that candidate is not one of this item's")
-        return candidate
-    found = ItemCandidate.objects.filter(item=item, position=position).first()
-    if found is None:
-        raise SubmissionRejected(f"this item has no candidate at position {position}")
-    return found
+def _submit_qualification_answer(annotator, item: Item, **parts) -> Submission:
+    """An answer to a qualification question, stored in the annotator's open attempt (never as
+    a Judgment). Idempotent within the attempt, like judgments: a second answer to the same
+    question returns the first one."""
+    study = item.study
+    with transaction.atomic():
+        get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
+        state = qualification_state(study, annotator)
+        if state.qualified:
+            raise SubmissionRejected("you have already passed this study's qualification round", conflict=True)
+        if state.current is None:
+            raise SubmissionRejected("no qualification attempt is open: ask for your next item first", conflict=True)
+        stored = QualificationAnswer.objects.filter(attempt=state.current, item=item).first()
+        if stored is not None:
+            return Submission(None, created=False, qualification_answer=stored)
+        if study.status != Study.Status.OPEN:
+            raise SubmissionRejected("this study is closed", conflict=True)
+        recorded = record_answer(state.current, item, _resolve_answer(item, **parts))
+    return Submission(None, created=True, qualification_answer=recorded)
+
+
+def _resolve_answer(item: Item, **parts) -> Answer:
+    """The answer validated against the study's kind and schema; a malformed one is rejected
+    with the offending field named."""
+    try:
+        return validate_answer(item.study, item, **parts)
+    except InputError as exc:
+        raise SubmissionRejected(str(exc)) from exc
 
 
 def _submittable_assignment(item: Item, annotator) -> Assignment:

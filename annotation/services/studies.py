@@ -145,14 +145,25 @@ def create_proxy_study(
 
 def _validate_settings(*, name, collection, negatives_run, items, candidates, judgments_per_item,
                        context_left, context_right, book, claim_minutes) -> None:
-    if not name or not name.strip():
-        raise InputError("a study needs a name", field="name")
-    if Study.objects.filter(name=name).exists():
-        raise InputError(f"a study named '{name}' already exists", field="name")
+    validate_common_settings(
+        name=name, judgments_per_item=judgments_per_item, context_left=context_left, context_right=context_right,
+        claim_minutes=claim_minutes,
+    )
     if not MIN_CANDIDATES <= candidates <= MAX_CANDIDATES:
         raise InputError(f"must be between {MIN_CANDIDATES} and {MAX_CANDIDATES}, got {candidates}", field="candidates")
     if items < 1:
         raise InputError(f"must be at least 1, got {items}", field="items")
+    validate_run(negatives_run, collection, "negatives_run")
+    if book is not None and book.collection_id != collection.pk:
+        raise InputError(f"book '{book.external_id}' is not in collection '{collection.name}'", field="book")
+
+
+def validate_common_settings(*, name, judgments_per_item, context_left, context_right, claim_minutes) -> None:
+    """The settings every kind of study shares (name, judgments per item, context, claims)."""
+    if not name or not name.strip():
+        raise InputError("a study needs a name", field="name")
+    if Study.objects.filter(name=name).exists():
+        raise InputError(f"a study named '{name}' already exists", field="name")
     if not 1 <= judgments_per_item <= MAX_JUDGMENTS_PER_ITEM:
         raise InputError(
             f"must be between 1 and {MAX_JUDGMENTS_PER_ITEM}, got {judgments_per_item}", field="judgments_per_item"
@@ -162,15 +173,16 @@ def _validate_settings(*, name, collection, negatives_run, items, candidates, ju
             raise InputError(f"must be between 0 and {MAX_CONTEXT_SENTENCES}, got {value}", field=field_name)
     if claim_minutes < 1:
         raise InputError(f"must be at least 1, got {claim_minutes}", field="claim_minutes")
-    if negatives_run.collection_id != collection.pk:
+
+
+def validate_run(run: Run, collection: Collection, field_name: str) -> None:
+    """A run a study may draw from: finished, and ranking the study's collection."""
+    if run.collection_id != collection.pk:
         raise InputError(
-            f"run {negatives_run.pk} ranks collection '{negatives_run.collection.name}', not '{collection.name}'",
-            field="negatives_run",
+            f"run {run.pk} ranks collection '{run.collection.name}', not '{collection.name}'", field=field_name
         )
-    if negatives_run.status != Run.Status.DONE:
-        raise InputError(f"run {negatives_run.pk} is {negatives_run.status}, not done", field="negatives_run")
-    if book is not None and book.collection_id != collection.pk:
-        raise InputError(f"book '{book.external_id}' is not in collection '{collection.name}'", field="book")
+    if run.status != Run.Status.DONE:
+        raise InputError(f"run {run.pk} is {run.status}, not done", field=field_name)
 
 
 def _eligible_queries(collection: Collection, *, single_sentence: bool, book: Document | None) -> list[Query]:

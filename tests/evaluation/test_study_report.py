@@ -136,12 +136,13 @@ def test_model_runs_must_exist_and_rank_the_studys_collection(hand_worked):
     )
 
 
-def test_only_proxy_studies_get_this_report(db):
+def test_only_proxy_studies_get_the_proxy_report(db):
     study = make_proxy_study(gold_positions=[0])
     Study.objects.filter(pk=study.pk).update(kind=Study.Kind.RELEVANCE)
     study.refresh_from_db()
     with pytest.raises(InputError, match="relevance study"):
-        study_report(study)
+        services.proxy_study_report(study)
+    assert "agreement" in study_report(study)  # study_report gives a label study its own report
 
 
 def test_a_study_without_judgments_reports_undefined_statistics_as_null(db):
@@ -218,3 +219,18 @@ class TestCache:
         keys = set(StudyReport.objects.values_list("model_runs_key", flat=True))
         runs = sorted([hand_worked.dense.pk, hand_worked.bm25.pk])
         assert keys == {"", str(hand_worked.dense.pk), f"{runs[0]},{runs[1]}"}
+
+
+def test_hidden_gold_items_measure_annotators_without_entering_the_statistics(hand_worked):
+    from annotation.models import Item
+
+    gold_item = hand_worked.items[1]
+    Item.objects.filter(pk=gold_item.pk).update(role=Item.Role.GOLD)
+    report = study_report(hand_worked.study)
+    assert report["items"] == 5 and report["judgments"] == 14
+    # Item 1 (gold at position 1): ann1 and ann2 chose it, ann3 did not.
+    assert report["gold_accuracy"] == {
+        "ann1": {"judgments": 1, "correct": 1, "accuracy": 1.0},
+        "ann2": {"judgments": 1, "correct": 1, "accuracy": 1.0},
+        "ann3": {"judgments": 1, "correct": 0, "accuracy": 0.0},
+    }

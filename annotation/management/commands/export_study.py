@@ -1,6 +1,9 @@
 """`export_study STUDY_ID`: one JSON object per line and per item, in study order: `item`,
-`query` (external id), `candidates` (passage external ids in display order), `gold`, and
-`sources` (candidate -> {"run", "rank"}; the gold's are null). Staff data: it names the gold."""
+`query` (external id), `candidates` (passage external ids in display order), `gold`,
+`sources` (candidate -> {"run", "rank"}; the gold's are null) and `role` (work, gold,
+qualification); relevance and quotability items add `expected` (a gold or qualification item's
+known answer) and `all_sources` (every run rank or pool position that found the pair). Staff
+data: it names the gold."""
 import json
 
 from django.core.management.base import BaseCommand, CommandError

@@ -1,0 +1,623 @@
+"""Quality control for studies of every kind: items with known answers (qualification questions
+and hidden gold), per-annotator measures and the flags they raise, blocking, peer review and
+adjudication. Qualification rounds themselves live in `qualification.py`; the queue in `queue.py`.
+
+Decisions, in one place:
+- Hidden gold items are ordinary items whose role is "gold": `designate_items` turns existing
+  work items with a known answer into gold (or qualification) items, picked by a seeded draw, so
+  their positions and ids are spread among the others (never appended last). The queue serves
+  them like any item (by need, then position), hence at about the gold share of every
+  annotator's stream; `designate_gold_share` designates ceil(gold_rate x formal items).
+- Judgments of gold items are stored like any other but never counted in agreement statistics
+  (`counted_judgments`); they give each annotator's gold accuracy (`gold_accuracy`).
+- Flags are computed when staff look (`refresh_flags`, called by the staff API, the staff page
+  and `study_quality --refresh-flags`): one pass over the study's judgments, nothing added to an
+  annotator's submission. A measure needs MIN_FLAG_EVIDENCE observations (gold judgments, timed
+  judgments, reviews) before it can flag. An open flag is updated, never duplicated; a flag staff
+  resolved is raised again only when new evidence arrived since.
+- Blocking (`block_annotator`) ends the annotator's claims in the study, withdraws the peer
+  reviews waiting for them and resolves their open flags (staff have acted).
+- Peer review samples ceil(peer_review_rate x counted judgments) of each annotator (topped up
+  on later calls) and gives each to the least-loaded other eligible annotator, preferring one
+  who did not judge the item. Reviewers see the item and the answer, nothing else.
+- Adjudications are staff's final answers for disagreement items; staff may revise one at any
+  time (the latest decision stands, with who made it and when), open or closed study alike,
+  since adjudicating usually happens after annotation closes.
+"""
+from __future__ import annotations
+
+import math
+import random
+import statistics
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import NamedTuple
+
+from django.contrib.auth import get_user_model
+from django.db import IntegrityError, transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from retrieval.errors import InputError
+
+from ..models import (
+    Adjudication,
+    AnnotatorFlag,
+    Assignment,
+    Item,
+    ItemCandidate,
+    Judgment,
+    PeerReview,
+    QualificationAttempt,
+    Study,
+    StudyBlock,
+)
+from ..selectors import counted_judgments, gold_judgments, shown_item
+from .labels import is_correct, study_schema, validate_answer, validate_expected
+from .qualification import qualification_state
+from .queue import AnnotationForbidden, annotator_refusal
+
+# Fewer observations than this say too little about an annotator to flag them.
+MIN_FLAG_EVIDENCE = 3
+DESIGNATABLE_ROLES = (Item.Role.GOLD, Item.Role.QUALIFICATION)
+
+
+class Rate(NamedTuple):
+    """`hits` of `total` (correct gold answers, passed reviews); rate None when total is 0."""
+
+    hits: int
+    total: int
+    rate: float | None
+
+
+def _rate(hits: int, total: int) -> Rate:
+    return Rate(hits, total, hits / total if total else None)
+
+
+def share_of(rate: float, count: int) -> int:
+    """ceil(rate x count), without float noise: 0.28 x 25 is 7.000000000000001 in floats, and
+    must give 7 items, not 8."""
+    return math.ceil(round(rate * count, 9))
+
+
+# --- items with known answers ------------------------------------------------------------------
+
+
+def designate_items(
+    study: Study,
+    role: str,
+    *,
+    count: int | None = None,
+    items: Iterable[Item] | None = None,
+    expected: dict[int, object] | None = None,
+    seed: int | None = None,
+) -> list[Item]:
+    """Turn work items into gold or qualification items, in one transaction.
+
+    Either `count` items drawn with a seeded RNG (the study seed unless `seed` is given) among
+    the work items that have a known answer (a gold candidate; for label kinds an
+    expected_label), or the given `items`, with `expected` answers (item id -> label, or the
+    list of right positions for multi-select) for label kinds. Only items nobody has judged or
+    claimed can change role, so no judgment moves in or out of the statistics. Raises InputError
+    naming the field when the request cannot be met.
+    """
+    if role not in DESIGNATABLE_ROLES:
+        raise InputError(f"must be one of {', '.join(DESIGNATABLE_ROLES)}, got {role!r}", field="role")
+    if (count is None) == (items is None):
+        raise InputError("give either a number of items to draw or the items themselves", field="count")
+    expected = expected or {}
+    with transaction.atomic():
+        if items is None:
+            chosen = _draw_items(study, role, count, seed)
+        else:
+            chosen = _given_items(study, list(items), expected)
+        for item in chosen:
+            item.role = role
+            if item.pk in expected:
+                item.expected_label = validate_expected(study, item, expected[item.pk])
+            item.save(update_fields=["role", "expected_label"])
+    return chosen
+
+
+def designate_gold_share(study: Study, *, seed: int | None = None) -> list[Item]:
+    """Designate hidden gold items up to ceil(gold_rate x formal items) (work and gold items;
+    qualification questions are not part of formal work). Returns the newly designated ones."""
+    formal = study.items.exclude(role=Item.Role.QUALIFICATION)
+    wanted = share_of(study.gold_rate, formal.count()) - formal.filter(role=Item.Role.GOLD).count()
+    if wanted <= 0:
+        return []
+    try:
+        return designate_items(study, Item.Role.GOLD, count=wanted, seed=seed)
+    except InputError as exc:
+        raise InputError(exc.message, field="gold_rate") from exc
+
+
+def _untouched_work_items(study: Study):
+    return (
+        Item.objects.filter(study=study, role=Item.Role.WORK)
+        .exclude(pk__in=Judgment.objects.filter(item__study=study).values("item"))
+        .exclude(pk__in=Assignment.objects.filter(item__study=study, state=Assignment.State.ACTIVE).values("item"))
+        .order_by("position")
+    )
+
+
+def _draw_items(study: Study, role: str, count: int, seed: int | None) -> list[Item]:
+    if count < 1:
+        raise InputError(f"must be at least 1, got {count}", field="count")
+    candidates = _untouched_work_items(study)
+    if study.kind == Study.Kind.PROXY:
+        candidates = candidates.filter(candidates__is_gold=True).distinct()
+    else:
+        candidates = candidates.filter(expected_label__isnull=False)
+    candidates = list(candidates)
+    if len(candidates) < count:
+        raise InputError(
+            f"only {len(candidates)} unjudged work items have a known answer; {count} asked for {role}",
+            field="count",
+        )
+    chosen = random.Random(f"{study.seed if seed is None else seed}:{role}").sample(candidates, count)
+    return sorted(chosen, key=lambda item: item.position)
+
+
+def _given_items(study: Study, items: list[Item], expected: dict) -> list[Item]:
+    untouched = set(_untouched_work_items(study).values_list("pk", flat=True))
+    for item in items:
+        if item.study_id != study.pk:
+            raise InputError(f"item {item.pk} is not part of study {study.pk}", field="items")
+        if item.pk not in untouched:
+            raise InputError(f"item {item.pk} is not an unjudged work item", field="items")
+        known = item.pk in expected or (
+            item.candidates.filter(is_gold=True).exists() if study.kind == Study.Kind.PROXY
+            else item.expected_label is not None
+        )
+        if not known:
+            raise InputError(f"item {item.pk} has no known answer; give its expected answer", field="expected")
+    return items
+
+
+# --- per-annotator measures --------------------------------------------------------------------
+
+
+def gold_accuracy(study: Study) -> dict[str, Rate]:
+    """Each annotator's share of correct answers on hidden gold items (username -> Rate)."""
+    tallies: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    for judgment in gold_judgments(study).select_related("item__study"):
+        tally = tallies[judgment.annotator.username]
+        tally[0] += is_correct(judgment.item, judgment) is True
+        tally[1] += 1
+    return {username: _rate(*tally) for username, tally in sorted(tallies.items())}
+
+
+def judgment_seconds(seconds: float | None, server_seconds: float | None) -> float | None:
+    """The time a judgment took: what the client measured, else what the server saw."""
+    return seconds if seconds is not None else server_seconds
+
+
+@dataclass(frozen=True)
+class Speeds:
+    study_median: float | None
+    medians: dict[str, float]  # username -> median seconds
+    counts: dict[str, int]  # username -> timed judgments
+
+
+def speeds(study: Study) -> Speeds:
+    """Median seconds per annotator and over the whole study, over counted judgments."""
+    times: dict[str, list[float]] = defaultdict(list)
+    rows = counted_judgments(study).values_list("annotator__username", "seconds", "server_seconds")
+    for username, seconds, server_seconds in rows:
+        value = judgment_seconds(seconds, server_seconds)
+        if value is not None:
+            times[username].append(value)
+    everything = [value for values in times.values() for value in values]
+    return Speeds(
+        statistics.median(everything) if everything else None,
+        {username: statistics.median(values) for username, values in sorted(times.items())},
+        {username: len(values) for username, values in sorted(times.items())},
+    )
+
+
+def peer_pass_rates(study: Study) -> dict[str, Rate]:
+    """Each annotator's share of reviewed judgments that peers passed (username -> Rate);
+    reviews of voided judgments are left out."""
+    tallies: dict[str, list[int]] = defaultdict(lambda: [0, 0])
+    reviews = PeerReview.objects.filter(
+        judgment__item__study=study, judgment__voided=False, verdict__isnull=False
+    ).values_list("judgment__annotator__username", "verdict")
+    for username, verdict in reviews:
+        tallies[username][0] += verdict == PeerReview.Verdict.PASS
+        tallies[username][1] += 1
+    return {username: _rate(*tally) for username, tally in sorted(tallies.items())}
+
+
+# --- flags -------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class _Finding:
+    username: str
+    reason: str
+    value: float
+    threshold: float
+    evidence: int  # observations behind the value
+    details: dict
+
+
+def _findings(study: Study, min_evidence: int) -> list[_Finding]:
+    findings = []
+    for username, rate in gold_accuracy(study).items():
+        if rate.total >= min_evidence and rate.rate < study.gold_accuracy_threshold:
+            findings.append(_Finding(
+                username, AnnotatorFlag.Reason.LOW_GOLD_ACCURACY, rate.rate, study.gold_accuracy_threshold,
+                rate.total, {"correct": rate.hits, "gold_judgments": rate.total},
+            ))
+    speed = speeds(study)
+    if speed.study_median:
+        limit = study.fast_fraction * speed.study_median
+        for username, median in speed.medians.items():
+            if speed.counts[username] >= min_evidence and median < limit:
+                findings.append(_Finding(
+                    username, AnnotatorFlag.Reason.TOO_FAST, median, limit, speed.counts[username],
+                    {"median_seconds": median, "study_median_seconds": speed.study_median,
+                     "fast_fraction": study.fast_fraction, "judgments": speed.counts[username]},
+                ))
+    for username, rate in peer_pass_rates(study).items():
+        if rate.total >= min_evidence and rate.rate < study.peer_pass_target:
+            findings.append(_Finding(
+                username, AnnotatorFlag.Reason.LOW_PEER_PASS_RATE, rate.rate, study.peer_pass_target, rate.total,
+                {"passed": rate.hits, "reviewed": rate.total},
+            ))
+    return findings
+
+
+def refresh_flags(study: Study, *, min_evidence: int = MIN_FLAG_EVIDENCE) -> dict:
+    """Raise open flags for annotators below the study's gold-accuracy threshold, faster than
+    fast_fraction x the study's median seconds, or below the peer pass target (each with at
+    least `min_evidence` observations). Idempotent: an open flag is updated in place; a resolved
+    one comes back only when its evidence has grown since staff resolved it.
+    Returns {"created": n, "updated": n, "open": n}."""
+    findings = _findings(study, min_evidence)
+    users = {
+        user.username: user
+        for user in get_user_model().objects.filter(username__in={finding.username for finding in findings})
+    }
+    created = updated = 0
+    for finding in findings:
+        annotator = users[finding.username]
+        flags = AnnotatorFlag.objects.filter(study=study, annotator=annotator, reason=finding.reason)
+        details = {**finding.details, "evidence": finding.evidence}
+        fields = {"value": finding.value, "threshold": finding.threshold, "details": details}
+        if flags.filter(resolved_at__isnull=True).update(**fields):
+            updated += 1
+            continue
+        latest = flags.order_by("-resolved_at").first()
+        if latest is not None and latest.details.get("evidence", 0) >= finding.evidence:
+            continue  # staff already judged this very evidence
+        try:
+            with transaction.atomic():
+                AnnotatorFlag.objects.create(study=study, annotator=annotator, reason=finding.reason, **fields)
+            created += 1
+        except IntegrityError:
+            updated += 1  # a concurrent refresh raised the same flag
+    open_flags = AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True).count()
+    return {"created": created, "updated": updated, "open": open_flags}
+
+
+def resolve_flag(flag: AnnotatorFlag, *, by) -> AnnotatorFlag:
+    """Staff have looked at the flag (and acted, or decided not to). Resolving twice keeps the
+    first resolution."""
+    AnnotatorFlag.objects.filter(pk=flag.pk, resolved_at__isnull=True).update(resolved_at=timezone.now(), resolved_by=by)
+    flag.refresh_from_db()
+    return flag
+
+
+# --- blocking ----------------------------------------------------------------------------------
+
+
+def block_annotator(study: Study, annotator, *, by, reason: str, exclude_judgments: bool = True) -> StudyBlock:
+    """Stop `annotator` working on `study` and, with exclude_judgments, leave their judgments
+    out of its statistics (they stay stored; unblocking counts them again). Their claims end,
+    peer reviews waiting for them are withdrawn, and their open flags are resolved. Blocking
+    again updates the reason and the exclusion."""
+    if not reason or not reason.strip():
+        raise InputError("a reason is required to block an annotator", field="reason")
+    with transaction.atomic():
+        block, _ = StudyBlock.objects.update_or_create(
+            study=study, annotator=annotator,
+            defaults={"reason": reason.strip(), "exclude_judgments": exclude_judgments, "created_by": by},
+        )
+        Assignment.objects.filter(item__study=study, annotator=annotator, state=Assignment.State.ACTIVE).update(
+            state=Assignment.State.EXPIRED
+        )
+        PeerReview.objects.filter(judgment__item__study=study, reviewer=annotator, verdict__isnull=True).delete()
+        AnnotatorFlag.objects.filter(study=study, annotator=annotator, resolved_at__isnull=True).update(
+            resolved_at=timezone.now(), resolved_by=by
+        )
+    return block
+
+
+def unblock_annotator(study: Study, annotator) -> bool:
+    """Let the annotator work on the study again (their judgments count again); False when they
+    were not blocked from it."""
+    deleted, _ = StudyBlock.objects.filter(study=study, annotator=annotator).delete()
+    return bool(deleted)
+
+
+# --- peer review -------------------------------------------------------------------------------
+
+
+def eligible_reviewers(study: Study) -> list:
+    """Annotators who may review in the study: its listed annotators (or, when it lists nobody,
+    everyone who judged in it) that may work on it (active, not blocked, qualified)."""
+    if study.annotators.exists():
+        people = study.annotators.all()
+    else:
+        people = get_user_model().objects.filter(
+            pk__in=Judgment.objects.filter(item__study=study).values("annotator")
+        )
+    return [person for person in people.order_by("pk") if annotator_refusal(study, person) is None
+            and qualification_state(study, person).qualified]
+
+
+def sample_for_peer_review(study: Study, *, seed: int | None = None) -> dict:
+    """Assign ceil(peer_review_rate x n) of each annotator's n counted judgments for review by
+    another annotator (never themselves, never someone who may not work on the study), topping
+    up what earlier calls sampled. Seeded: the same call on the same data assigns the same.
+    Returns {"assigned": n, "unassigned": n (no eligible reviewer), "reviews": n}."""
+    if study.peer_review_rate <= 0:
+        raise InputError("the study's peer review rate is 0; set it first", field="peer_review_rate")
+    rng = random.Random(f"{study.seed if seed is None else seed}:peer-review")
+    reviewers = eligible_reviewers(study)
+    rng.shuffle(reviewers)  # ties in load go to a seeded order, not to the oldest account
+    load = Counter(
+        PeerReview.objects.filter(judgment__item__study=study).values_list("reviewer_id", flat=True)
+    )
+    judged = set(Judgment.objects.filter(item__study=study).values_list("item_id", "annotator_id"))
+    sampled = set(PeerReview.objects.filter(judgment__item__study=study).values_list("judgment_id", flat=True))
+    by_author: dict[int, list[Judgment]] = defaultdict(list)
+    for judgment in counted_judgments(study).order_by("pk"):
+        by_author[judgment.annotator_id].append(judgment)
+    assigned = unassigned = 0
+    with transaction.atomic():
+        for author_id in sorted(by_author):
+            judgments = by_author[author_id]
+            wanted = share_of(study.peer_review_rate, len(judgments))
+            fresh = [judgment for judgment in judgments if judgment.pk not in sampled]
+            missing = wanted - (len(judgments) - len(fresh))
+            for judgment in rng.sample(fresh, max(0, min(missing, len(fresh)))):
+                others = [reviewer for reviewer in reviewers if reviewer.pk != author_id]
+                if not others:
+                    unassigned += 1
+                    continue
+                reviewer = min(
+                    others, key=lambda person: ((judgment.item_id, person.pk) in judged, load[person.pk])
+                )
+                PeerReview.objects.create(judgment=judgment, reviewer=reviewer)
+                load[reviewer.pk] += 1
+                assigned += 1
+    reviews = PeerReview.objects.filter(judgment__item__study=study).count()
+    return {"assigned": assigned, "unassigned": unassigned, "reviews": reviews}
+
+
+def _pending_reviews(study: Study, reviewer):
+    return PeerReview.objects.filter(
+        judgment__item__study=study, judgment__voided=False, reviewer=reviewer, verdict__isnull=True
+    ).order_by("assigned_at", "pk")
+
+
+def reviewed_answer(judgment: Judgment) -> dict:
+    """The answer under review, as the reviewer sees it: what was chosen or labelled, with the
+    spans, rubric and rationale; not who answered, when, how fast, or whether it was right."""
+    return {
+        "candidate": judgment.choice_id,
+        "position": judgment.choice.position if judgment.choice else None,
+        "label": judgment.label,
+        "selections": judgment.selections,
+        "spans": judgment.spans,
+        "rubric": judgment.rubric,
+        "rationale": judgment.rationale,
+    }
+
+
+def next_peer_review(study: Study, reviewer) -> dict:
+    """The reviewer's oldest pending review in the study: the item as annotators see it and the
+    answer to review; `{"finished": true}` when none is waiting."""
+    refusal = annotator_refusal(study, reviewer)
+    if refusal:
+        raise AnnotationForbidden(refusal)
+    pending = _pending_reviews(study, reviewer)
+    review = pending.select_related("judgment__item__study", "judgment__item__query", "judgment__choice").first()
+    if review is None:
+        return {"finished": True, "study": study.pk, "review": None, "pending": 0}
+    return {
+        "finished": False,
+        "review": review.pk,
+        **shown_item(review.judgment.item),
+        "answer": reviewed_answer(review.judgment),
+        "pending": pending.count(),
+    }
+
+
+@dataclass(frozen=True)
+class ReviewSubmission:
+    review: PeerReview
+    created: bool  # False: already reviewed; the first verdict stands
+
+
+def submit_peer_review(review: PeerReview, *, reviewer, verdict: str, comment: str = "") -> ReviewSubmission:
+    """Record the reviewer's verdict (pass or fail) on a review assigned to them. A verdict is
+    final: a second submission returns the first."""
+    if review.reviewer_id != reviewer.pk:
+        raise AnnotationForbidden("this review is assigned to someone else")
+    study = review.judgment.item.study
+    refusal = annotator_refusal(study, reviewer)
+    if refusal:
+        raise AnnotationForbidden(refusal)
+    if verdict not in PeerReview.Verdict.values:
+        raise InputError(f"must be one of {', '.join(PeerReview.Verdict.values)}, got {verdict!r}", field="verdict")
+    comment = (comment or "").strip()
+    with transaction.atomic():
+        review = PeerReview.objects.select_for_update().get(pk=review.pk)
+        if review.verdict is not None:
+            return ReviewSubmission(review, created=False)
+        review.verdict, review.comment, review.reviewed_at = verdict, comment, timezone.now()
+        review.save(update_fields=["verdict", "comment", "reviewed_at"])
+    return ReviewSubmission(review, created=True)
+
+
+# --- adjudication ------------------------------------------------------------------------------
+
+
+def _answer_key(judgment: Judgment):
+    """What two judgments must share to agree: the chosen position (proxy), the selected
+    positions (multi-select) or the label."""
+    if judgment.choice_id is not None:
+        return judgment.choice.position
+    if judgment.label is None:
+        return tuple(judgment.selections)
+    return judgment.label
+
+
+def disagreement_items(study: Study) -> list[dict]:
+    """Work items whose counted judgments disagree (different choices, selections or labels; on
+    a scale, a range above 0), in study order, with the answers' counts and any adjudication.
+    Staff-only: proxy items name their gold position."""
+    answers: dict[int, list] = defaultdict(list)
+    for judgment in counted_judgments(study):
+        answers[judgment.item_id].append(_answer_key(judgment))
+    disputed = [item_id for item_id, keys in answers.items() if len(set(keys)) > 1]
+    items = (
+        Item.objects.filter(pk__in=disputed)
+        .select_related("query", "adjudication__choice", "adjudication__decided_by")
+        .order_by("position")
+    )
+    gold_positions = dict(
+        ItemCandidate.objects.filter(item__in=disputed, is_gold=True).values_list("item_id", "position")
+    )
+    rows = []
+    for item in items:
+        counts = Counter(answers[item.pk])
+        labels = [] if study.kind == Study.Kind.PROXY else [key for key in counts if isinstance(key, int)]
+        rows.append({
+            "item": item.pk,
+            "position": item.position,
+            "query": item.query.external_id,
+            "gold_position": gold_positions.get(item.pk),
+            "judgments": sum(counts.values()),
+            "answers": [
+                {"answer": list(key) if isinstance(key, tuple) else key, "count": count}
+                for key, count in sorted(counts.items(), key=lambda pair: (-pair[1], str(pair[0])))
+            ],
+            "range": max(labels) - min(labels) if labels else None,
+            "adjudication": adjudication_payload(getattr(item, "adjudication", None)),
+        })
+    return rows
+
+
+def adjudication_payload(adjudication: Adjudication | None) -> dict | None:
+    if adjudication is None:
+        return None
+    return {
+        "position": adjudication.choice.position if adjudication.choice else None,
+        "candidate": adjudication.choice_id,
+        "label": adjudication.label,
+        "selections": adjudication.selections,
+        "note": adjudication.note,
+        "decided_by": adjudication.decided_by.get_username() if adjudication.decided_by else None,
+        "decided_at": adjudication.decided_at.isoformat(),
+    }
+
+
+def adjudicate(
+    item: Item,
+    *,
+    by,
+    candidate: ItemCandidate | None = None,
+    position=None,
+    label=None,
+    selections=None,
+    note: str = "",
+) -> Adjudication:
+    """Staff's final answer for a work item: a candidate (or its position) for proxy items, a
+    label, or the selected positions of a multi-select item, validated like any answer. One per
+    item; deciding again replaces the answer, the note, who decided and when."""
+    study = item.study
+    if item.role != Item.Role.WORK:
+        raise InputError(f"item {item.pk} is a {item.role} item with a known answer; only work items are adjudicated",
+                         field="item")
+    if study.kind == Study.Kind.PROXY:
+        fields = {"choice": validate_answer(study, item, candidate=candidate, position=position).choice,
+                  "label": None, "selections": []}
+    else:
+        multi_select = study_schema(study)["multi_select"]
+        field_name = "selections" if multi_select else "label"
+        try:
+            value = validate_expected(study, item, selections if multi_select else label)
+        except InputError as exc:
+            raise InputError(exc.message, field=field_name) from exc
+        fields = {"choice": None, "label": None if multi_select else value, "selections": value if multi_select else []}
+    adjudication, _ = Adjudication.objects.update_or_create(
+        item=item,
+        defaults={**fields, "note": (note or "").strip(), "decided_by": by, "decided_at": timezone.now()},
+    )
+    return adjudication
+
+
+# --- overview ----------------------------------------------------------------------------------
+
+
+def quality_overview(study: Study) -> dict:
+    """Staff's view of a study's quality in one object: settings, item roles, and per annotator
+    their counted judgments, gold accuracy, median seconds, peer pass rate, qualification,
+    block and open flags; plus disagreement and adjudication counts."""
+    gold, peer, speed = gold_accuracy(study), peer_pass_rates(study), speeds(study)
+    counted = Counter(counted_judgments(study).values_list("annotator__username", flat=True))
+    blocks = {block.annotator.username: block for block in StudyBlock.objects.filter(study=study).select_related("annotator")}
+    flags = defaultdict(list)
+    for username, reason in AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True).values_list(
+        "annotator__username", "reason"
+    ):
+        flags[username].append(reason)
+    people = get_user_model().objects.filter(
+        Q(pk__in=Judgment.objects.filter(item__study=study).values("annotator"))
+        | Q(pk__in=QualificationAttempt.objects.filter(study=study).values("annotator"))
+        | Q(pk__in=StudyBlock.objects.filter(study=study).values("annotator"))
+    ).order_by("username")
+    roles = Counter(study.items.values_list("role", flat=True))
+    disagreements = disagreement_items(study)
+    return {
+        "study": study.pk,
+        "kind": study.kind,
+        "settings": {
+            name: getattr(study, name) for name in (
+                "qualification_threshold", "qualification_attempts", "gold_rate", "gold_accuracy_threshold",
+                "fast_fraction", "peer_review_rate", "peer_pass_target",
+            )
+        },
+        "items": {role: roles.get(role, 0) for role in Item.Role.values},
+        "study_median_seconds": speed.study_median,
+        "annotators": {
+            person.username: {
+                "counted_judgments": counted.get(person.username, 0),
+                "gold": _rate_payload(gold.get(person.username)),
+                "median_seconds": speed.medians.get(person.username),
+                "peer_review": _rate_payload(peer.get(person.username)),
+                "qualification": qualification_state(study, person).status,
+                "blocked": person.username in blocks,
+                "judgments_excluded": person.username in blocks and blocks[person.username].exclude_judgments,
+                "open_flags": sorted(flags.get(person.username, [])),
+            }
+            for person in people
+        },
+        "open_flags": sum(len(reasons) for reasons in flags.values()),
+        "disagreements": len(disagreements),
+        "adjudicated": sum(row["adjudication"] is not None for row in disagreements),
+        "peer_reviews": {
+            "assigned": PeerReview.objects.filter(judgment__item__study=study).count(),
+            "pending": PeerReview.objects.filter(judgment__item__study=study, verdict__isnull=True).count(),
+        },
+    }
+
+
+def _rate_payload(rate: Rate | None) -> dict | None:
+    return None if rate is None else {"hits": rate.hits, "total": rate.total, "rate": rate.rate}

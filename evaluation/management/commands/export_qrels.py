@@ -1,0 +1,50 @@
+"""`export_qrels STUDY_ID [--aggregate majority|mean|median] [--out FILE] [--beir DIR] [--json]`:
+a relevance study's aggregated labels as TREC qrels (`qid 0 docid relevance`).
+
+Without --out or --beir the qrels lines go to stdout and nothing else does (like export_run), so
+`export_qrels 3 > study3.qrels` gives a clean file. With --out and/or --beir the files are
+written and the summary printed (one JSON line with --json): keys `study`, `aggregate`, `qrels`,
+`queries`, `relevant`, `ties`, `adjudicated`, `unjudged`, plus `out` / `beir`.
+"""
+from django.core.management.base import CommandError
+
+from evaluation.qrels import AGGREGATES, relevance_qrels, write_beir_folder, write_qrels_file
+from evaluation.services import get_study
+from retrieval.errors import InputError
+from retrieval.management.base import JsonCommand
+
+
+class Command(JsonCommand):
+    help = "Export a relevance study's aggregated labels as TREC qrels (stdout, a file, or a BEIR folder)."
+
+    def add_command_arguments(self, parser):
+        parser.add_argument("study_id", type=int, metavar="STUDY_ID")
+        parser.add_argument(
+            "--aggregate", choices=AGGREGATES, default="majority",
+            help="majority vote (ties: the lower label), or the scale value nearest the mean or median "
+                 "(halfway: the lower one). Adjudications always win.",
+        )
+        parser.add_argument("--out", metavar="FILE", help="Write the qrels lines to FILE instead of stdout.")
+        parser.add_argument(
+            "--beir", metavar="DIR",
+            help="Also write a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv, pools.jsonl) for import_beir.",
+        )
+
+    def handle(self, *args, **options):
+        if options["out"] or options["beir"]:
+            return super().handle(*args, **options)
+        try:
+            export = relevance_qrels(get_study(options["study_id"]), options["aggregate"])
+        except InputError as exc:
+            raise CommandError(str(exc)) from exc
+        for line in export.lines():
+            self.stdout.write(line)
+
+    def run(self, *, study_id, aggregate, out, beir, **options):
+        export = relevance_qrels(get_study(study_id), aggregate)
+        summary = export.summary()
+        if out:
+            summary["out"] = str(write_qrels_file(export, out))
+        if beir:
+            summary["beir"] = write_beir_folder(export, beir)["beir"]
+        return summary

@@ -1,0 +1,182 @@
+"""Qrels from a relevance study: the aggregated human labels as TREC lines (`qid 0 docid
+relevance`), or as a BEIR folder that `import_beir` reads back, so a study's judgments become the
+ground truth that `retrieve` + `evaluate_run` score runs against.
+
+Aggregation (one rule for ties everywhere: the lower label, i.e. "not relevant" unless the
+annotators say otherwise):
+- majority: the most frequent label; a tie between labels goes to the lowest of them.
+- mean / median: the scale value nearest to the labels' mean / median; a value exactly halfway
+  between two scale values goes to the lower one (so [0, 1] -> 0, [1, 2] -> 1, [0, 2, 2] -> 1).
+Staff's adjudication replaces the aggregate of the item. Items nobody judged are left out (and
+counted); only formal work items are exported, never hidden gold or qualification items. Two
+items on the same (query, passage) pool their labels.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from annotation.models import Study
+from evaluation import label_agreement as stats
+from evaluation.label_report import label_data
+from retrieval.errors import InputError
+from retrieval.models import Passage, PoolEntry, Query
+from retrieval.scoring import query_text
+
+AGGREGATES = ("majority", "mean", "median")
+BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
+
+
+@dataclass(frozen=True)
+class Qrel:
+    query: str
+    passage: str
+    relevance: int
+    labels: tuple[int, ...]
+    tie: bool  # resolved to the lower label
+    adjudicated: bool
+
+
+@dataclass(frozen=True)
+class QrelsExport:
+    study: Study
+    aggregate: str
+    qrels: list[Qrel]
+    unjudged: int  # (query, passage) pairs nobody judged yet, left out
+
+    def lines(self) -> list[str]:
+        """TREC qrels lines, `qid 0 docid relevance`, sorted by query then passage id."""
+        return [f"{qrel.query} 0 {qrel.passage} {qrel.relevance}" for qrel in self.qrels]
+
+    def summary(self) -> dict:
+        return {
+            "study": self.study.pk,
+            "aggregate": self.aggregate,
+            "qrels": len(self.qrels),
+            "queries": len({qrel.query for qrel in self.qrels}),
+            "relevant": sum(qrel.relevance > 0 for qrel in self.qrels),
+            "ties": sum(qrel.tie for qrel in self.qrels),
+            "adjudicated": sum(qrel.adjudicated for qrel in self.qrels),
+            "unjudged": self.unjudged,
+        }
+
+
+def nearest_scale_value(value: float, scale: Sequence[int]) -> tuple[int, bool]:
+    """The scale value nearest to `value`, the lower one when two are equally near (and True)."""
+    distances = sorted((abs(candidate - value), candidate) for candidate in scale)
+    return distances[0][1], len(distances) > 1 and distances[1][0] == distances[0][0]
+
+
+def aggregate_labels(labels: Sequence[int], aggregate: str, scale: Sequence[int]) -> tuple[int, bool]:
+    """One label for an item from its annotators' labels, and whether a tie had to be resolved."""
+    if aggregate == "majority":
+        vote = stats.majority_votes([labels], tie_rule="lowest")[0]
+        return vote.label, vote.is_tie
+    centre = stats.mean_grades([labels])[0] if aggregate == "mean" else stats.median_grades([labels])[0]
+    return nearest_scale_value(float(centre), scale)
+
+
+def relevance_qrels(study: Study, aggregate: str = "majority") -> QrelsExport:
+    """The study's aggregated relevance labels, one qrel per judged (query, passage)."""
+    if aggregate not in AGGREGATES:
+        raise InputError(f"unknown aggregate {aggregate!r}: use one of {', '.join(AGGREGATES)}", field="aggregate")
+    if study.kind != Study.Kind.RELEVANCE:
+        raise InputError(f"study {study.pk} is a {study.kind} study; qrels come from relevance studies", field="study")
+    data = label_data(study)
+    if data.multi_select:
+        raise InputError(f"study {study.pk} asks for selections, not relevance labels", field="study")
+    labels: dict[tuple[str, str], list[int]] = {}
+    adjudicated: dict[tuple[str, str], int] = {}
+    for unit in data.units:
+        pair = (unit.item.query, unit.candidate.passage)
+        labels.setdefault(pair, []).extend(data.labels(unit))
+        if unit.key in data.adjudicated:
+            adjudicated[pair] = data.adjudicated[unit.key]
+    qrels, unjudged = [], 0
+    for pair in sorted(labels):
+        if pair in adjudicated:
+            qrels.append(Qrel(*pair, adjudicated[pair], tuple(sorted(labels[pair])), False, True))
+        elif labels[pair]:
+            relevance, tie = aggregate_labels(labels[pair], aggregate, data.values)
+            qrels.append(Qrel(*pair, relevance, tuple(sorted(labels[pair])), tie, False))
+        else:
+            unjudged += 1
+    return QrelsExport(study, aggregate, qrels, unjudged)
+
+
+def _write_atomically(path: Path, write) -> None:
+    """Write through a temporary sibling and rename it into place: a failure leaves nothing."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        with os.fdopen(handle, "w", encoding="utf-8") as file:
+            write(file)
+        os.replace(temporary, path)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise
+
+
+def write_qrels_file(export: QrelsExport, path: str | Path) -> Path:
+    path = Path(path)
+    _write_atomically(path, lambda file: file.writelines(line + "\n" for line in export.lines()))
+    return path
+
+
+def _jsonl(records: Iterable[dict]) -> str:
+    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
+
+
+def write_beir_folder(export: QrelsExport, directory: str | Path) -> dict:
+    """A BEIR folder of the study's collection with the exported qrels: corpus.jsonl (every
+    passage), queries.jsonl (every query, as retrieval reads it with the study's context
+    sizes), qrels.tsv and, when the collection has them, each query's pool (pools.jsonl).
+    RELiC books become a flat corpus: BEIR has no documents, so every query is ranked against
+    the whole corpus (or its pool). The folder must be new or empty; it appears complete or not
+    at all."""
+    directory = Path(directory)
+    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
+        raise InputError("must be a new or empty folder", file=str(directory), field="beir")
+    study = export.study
+    collection = study.collection
+    corpus = (
+        {"_id": external_id, "title": title, "text": text}
+        for external_id, title, text in Passage.objects.filter(collection=collection)
+        .order_by("ordinal", "pk")
+        .values_list("external_id", "title", "text")
+    )
+    queries = (
+        {"_id": query.external_id, "text": query_text(query, study.context_left, study.context_right, None)}
+        for query in Query.objects.filter(collection=collection).order_by("ordinal", "pk")
+    )
+    pools: dict[str, list[str]] = {}
+    for query_id, passage_id in PoolEntry.objects.filter(query__collection=collection).order_by(
+        "query__ordinal", "query_id", "position"
+    ).values_list("query__external_id", "passage__external_id"):
+        pools.setdefault(query_id, []).append(passage_id)
+    files = {
+        "corpus.jsonl": _jsonl(corpus),
+        "queries.jsonl": _jsonl(queries),
+        "qrels.tsv": "".join(
+            line + "\n" for line in [BEIR_QRELS_HEADER, *(f"{q.query}\t{q.passage}\t{q.relevance}" for q in export.qrels)]
+        ),
+    }
+    if pools:
+        files["pools.jsonl"] = _jsonl({"query-id": query_id, "corpus-ids": ids} for query_id, ids in pools.items())
+    directory.parent.mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}."))
+    try:
+        for name, content in files.items():
+            (staging / name).write_text(content, encoding="utf-8")
+        if directory.exists():
+            directory.rmdir()
+        os.replace(staging, directory)
+    except BaseException:
+        shutil.rmtree(staging, ignore_errors=True)
+        raise
+    return {"beir": str(directory), "files": sorted(files)}
