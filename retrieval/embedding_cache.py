@@ -1,0 +1,130 @@
+"""Passage embeddings kept on disk, so a collection is encoded once per model, not once per run.
+
+Layout: `<root>/<model key>/collection-<id>/<shard>/<segment>.npz`, where the model key is a
+checksum of the model's files (plus the precision it ran in) and a shard is one book (RELiC
+candidate sets never cross books, so a run loads one book's vectors at a time) or the whole
+collection when passages have no document (BEIR). Each entry is keyed by (passage pk, sha256 of
+the passage text): a changed model lands in another folder and a changed text misses, so stale
+vectors are never returned.
+
+Segments are append-only and written atomically (temporary file + `os.replace`), so concurrent
+workers never see half a file; many small segments are merged when a shard is loaded.
+"""
+from __future__ import annotations
+
+import hashlib
+import os
+import tempfile
+import time
+import uuid
+from collections import OrderedDict
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import numpy as np
+
+from .models import Passage
+
+DIGEST_BYTES = 16
+# Merging happens on load once a shard has this many segments (one is written per candidate set).
+MAX_SEGMENTS = 32
+# Shards held in memory at once: a run visits books one after another.
+SHARDS_IN_MEMORY = 4
+
+ShardKey = tuple[int, int | None]
+Entries = dict[tuple[int, bytes], np.ndarray]
+
+
+def text_digest(text: str) -> bytes:
+    return hashlib.sha256(text.encode("utf-8")).digest()[:DIGEST_BYTES]
+
+
+class EmbeddingCache:
+    """The embeddings of one model; `embeddings()` encodes only what is not on disk yet."""
+
+    def __init__(self, root: Path, model_key: str):
+        self.folder = Path(root) / model_key
+        self._shards: OrderedDict[ShardKey, Entries] = OrderedDict()
+
+    def embeddings(self, passages: Sequence[Passage], encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
+        """Vectors for `passages` in their order (float32, one row each)."""
+        texts = [passage.retrieval_text for passage in passages]
+        keys = [(passage.pk, text_digest(text)) for passage, text in zip(passages, texts)]
+        shard_keys = [(passage.collection_id, passage.document_id) for passage in passages]
+        found: list[np.ndarray | None] = [
+            self._shard(shard_key).get(key) for shard_key, key in zip(shard_keys, keys)
+        ]
+        missing = [index for index, vector in enumerate(found) if vector is None]
+        if missing:
+            vectors = np.asarray(encode([texts[index] for index in missing]), dtype=np.float32)
+            by_shard: dict[ShardKey, list[int]] = {}
+            for row, index in enumerate(missing):
+                found[index] = vectors[row]
+                by_shard.setdefault(shard_keys[index], []).append(row)
+            for shard_key, rows in by_shard.items():
+                new_keys = [keys[missing[row]] for row in rows]
+                self._write_segment(shard_key, new_keys, vectors[rows])
+                self._shard(shard_key).update(zip(new_keys, vectors[rows]))
+        if not found:
+            return np.zeros((0, 0), dtype=np.float32)
+        return np.stack(found).astype(np.float32, copy=False)
+
+    def _shard_folder(self, shard_key: ShardKey) -> Path:
+        collection_id, document_id = shard_key
+        shard = f"document-{document_id}" if document_id is not None else "all"
+        return self.folder / f"collection-{collection_id}" / shard
+
+    def _shard(self, shard_key: ShardKey) -> Entries:
+        if shard_key in self._shards:
+            self._shards.move_to_end(shard_key)
+            return self._shards[shard_key]
+        entries = self._load(self._shard_folder(shard_key))
+        self._shards[shard_key] = entries
+        while len(self._shards) > SHARDS_IN_MEMORY:
+            self._shards.popitem(last=False)
+        return entries
+
+    def _load(self, folder: Path) -> Entries:
+        segments = sorted(folder.glob("*.npz")) if folder.is_dir() else []
+        entries: Entries = {}
+        loaded = []
+        for segment in segments:
+            try:
+                with np.load(segment, allow_pickle=False) as data:
+                    ids, digests, vectors = data["ids"], data["digests"], data["vectors"]
+            except FileNotFoundError:  # merged away by another worker meanwhile: its rows are in the merge
+                continue
+            entries.update(
+                ((int(pk), digest.tobytes()), vector) for pk, digest, vector in zip(ids, digests, vectors)
+            )
+            loaded.append(segment)
+        if len(loaded) > MAX_SEGMENTS:
+            self._merge(folder, entries, loaded)
+        return entries
+
+    def _merge(self, folder: Path, entries: Entries, segments: list[Path]) -> None:
+        keys = list(entries)
+        _write_atomically(folder, keys, np.stack([entries[key] for key in keys]))
+        for segment in segments:
+            segment.unlink(missing_ok=True)
+
+    def _write_segment(self, shard_key: ShardKey, keys: list[tuple[int, bytes]], vectors: np.ndarray) -> None:
+        _write_atomically(self._shard_folder(shard_key), keys, vectors)
+
+
+def _write_atomically(folder: Path, keys: list[tuple[int, bytes]], vectors: np.ndarray) -> None:
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = np.array([pk for pk, _ in keys], dtype=np.int64)
+    digests = np.frombuffer(b"".join(digest for _, digest in keys), dtype=np.uint8).reshape(len(keys), DIGEST_BYTES)
+    # Time-ordered names keep `ls` readable; the random part keeps concurrent writers apart.
+    final = folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.npz"
+    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
+    try:
+        with os.fdopen(handle, "wb") as stream:
+            np.savez(stream, ids=ids, digests=digests, vectors=np.asarray(vectors, dtype=np.float32))
+            stream.flush()
+            os.fsync(stream.fileno())
+        os.replace(temporary, final)
+    except BaseException:
+        Path(temporary).unlink(missing_ok=True)
+        raise

