@@ -1,19 +1,39 @@
 """Forms of the annotation pages. They check types and ranges only; the study rules (a run of
-the same collection, a book of that collection, enough usable negatives) stay in
-`annotation.services`, whose InputError names the field the form shows it under."""
+the same collection, a book of that collection, enough usable negatives, a valid label schema)
+stay in `annotation.services`, whose InputError names the field the form shows it under."""
 from __future__ import annotations
+
+import json
 
 from django import forms
 from django.contrib.auth import get_user_model
 
 from retrieval.models import Collection, Document, Run
 
+from .label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
+from .models import PeerReview
 from .services.studies import MAX_CANDIDATES, MAX_CONTEXT_SENTENCES, MAX_JUDGMENTS_PER_ITEM, MIN_CANDIDATES
+
+# The POST names of rubric radio groups: "rubric-<field name>".
+RUBRIC_PREFIX = "rubric-"
 
 
 class RunChoiceField(forms.ModelChoiceField):
     def label_from_instance(self, run: Run) -> str:
-        return f"run {run.pk}: {run.retriever.name} on {run.collection.name}"
+        return run_label(run)
+
+
+class RunsChoiceField(forms.ModelMultipleChoiceField):
+    def label_from_instance(self, run: Run) -> str:
+        return run_label(run)
+
+
+def run_label(run: Run) -> str:
+    return f"run {run.pk}: {run.retriever.name} on {run.collection.name}"
+
+
+def finished_runs():
+    return Run.objects.filter(status=Run.Status.DONE).select_related("retriever", "collection")
 
 
 class BookChoiceField(forms.ModelChoiceField):
@@ -26,21 +46,77 @@ class AnnotatorChoiceField(forms.ModelMultipleChoiceField):
         return user.get_username()
 
 
-class ProxyStudyForm(forms.Form):
-    """The settings of `create_proxy_study`, under the same names."""
+class ServiceErrorsMixin:
+    def add_service_error(self, error) -> None:
+        """Show an InputError under the field it names (or above the form). Schema errors name
+        `label_schema.<key>[...]`: they go under the form field of that key when there is one."""
+        field = error.field or ""
+        if field.startswith("label_schema."):
+            key = field.removeprefix("label_schema.").split(".")[0].split("[")[0]
+            detail = field.removeprefix("label_schema.")
+            if key in self.fields:
+                self.add_error(key, f"{detail}: {error.message}" if detail != key else error.message)
+                return
+        self.add_error(field if field in self.fields else None, error.message)
+
+
+class QualitySettingsForm(forms.Form):
+    """The quality-control settings every kind of study may have (shares between 0 and 1). Left
+    empty, a setting keeps the service's default; an empty threshold means no qualification round."""
+
+    qualification_threshold = forms.FloatField(
+        min_value=0, max_value=1, required=False, label="Qualification pass threshold",
+        help_text="Share correct needed, e.g. 0.9. Empty: no qualification round.",
+    )
+    qualification_questions = forms.IntegerField(
+        min_value=0, required=False, initial=0, label="Qualification questions",
+        help_text="Items with a known answer (from the qrels) drawn as the round's questions.",
+    )
+    qualification_attempts = forms.IntegerField(min_value=1, max_value=20, required=False, initial=2,
+                                                label="Qualification attempts", help_text="Retries allowed, the first included.")
+    gold_rate = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.0, label="Hidden gold rate",
+                                 help_text="Share of formal items that are hidden gold checks.")
+    gold_accuracy_threshold = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.7,
+                                               help_text="Flag annotators below this gold accuracy.")
+    fast_fraction = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.3, label="Too-fast fraction",
+                                     help_text="Flag annotators whose median time is below this share of the study's.")
+    peer_review_rate = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.0,
+                                        help_text="Share of each annotator's judgments sampled for peer review.")
+    peer_pass_target = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.95,
+                                        label="Peer pass-rate target")
+
+    QUALITY_FIELDS = (
+        "qualification_threshold", "qualification_questions", "qualification_attempts", "gold_rate",
+        "gold_accuracy_threshold", "fast_fraction", "peer_review_rate", "peer_pass_target",
+    )
+
+    def quality_settings(self) -> dict:
+        """`apply_quality_settings`'s arguments: the threshold as given, the others when given."""
+        data = self.cleaned_data
+        settings = {
+            name: data[name] for name in self.QUALITY_FIELDS
+            if name not in ("qualification_threshold", "qualification_questions") and data[name] is not None
+        }
+        return {"qualification_threshold": data["qualification_threshold"], **settings}
+
+    def question_count(self) -> int:
+        return self.cleaned_data["qualification_questions"] or 0
+
+    def sections(self) -> list[tuple[str, list]]:
+        """The form's fields as the page groups them: the study itself, then quality control."""
+        quality = [self[name] for name in self.QUALITY_FIELDS]
+        return [("Study", [field for field in self if field.name not in self.QUALITY_FIELDS]), ("Quality control", quality)]
+
+    def study_settings(self) -> dict:
+        """The create service's arguments: every field but the quality settings."""
+        return {name: value for name, value in self.cleaned_data.items() if name not in self.QUALITY_FIELDS}
+
+
+class StudyBasicsForm(ServiceErrorsMixin, forms.Form):
+    """What every study kind is created with, under the services' argument names."""
 
     name = forms.CharField(max_length=200)
     collection = forms.ModelChoiceField(queryset=Collection.objects.order_by("name"))
-    negatives_run = RunChoiceField(
-        queryset=Run.objects.filter(status=Run.Status.DONE).select_related("retriever", "collection"),
-        label="Negatives from run",
-        help_text="The best-ranked usable passages of this run become the negatives.",
-    )
-    items = forms.IntegerField(min_value=1, initial=100, label="Number of items")
-    candidates = forms.IntegerField(
-        min_value=MIN_CANDIDATES, max_value=MAX_CANDIDATES, initial=3, label="Candidates per item (k)",
-        help_text="The gold and k - 1 negatives.",
-    )
     judgments_per_item = forms.IntegerField(min_value=1, max_value=MAX_JUDGMENTS_PER_ITEM, initial=3)
     seed = forms.IntegerField(initial=0, help_text="Same seed, same data: the same items in the same order.")
     context_left = forms.IntegerField(
@@ -48,11 +124,6 @@ class ProxyStudyForm(forms.Form):
     )
     context_right = forms.IntegerField(
         min_value=0, max_value=MAX_CONTEXT_SENTENCES, initial=4, label="Context sentences on the right"
-    )
-    single_sentence = forms.BooleanField(required=False, label="Single-sentence quotations only")
-    book = BookChoiceField(
-        queryset=Document.objects.select_related("collection").order_by("collection__name", "ordinal"),
-        required=False, label="Book", help_text="Only queries about this book (optional).",
     )
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False)
     annotators = AnnotatorChoiceField(
@@ -65,9 +136,192 @@ class ProxyStudyForm(forms.Form):
         help_text="An item left unanswered this long goes back to the queue.",
     )
 
-    def add_service_error(self, error) -> None:
-        """Show an InputError under the field it names (or above the form)."""
-        self.add_error(error.field if error.field in self.fields else None, error.message)
+
+class ProxyStudyForm(StudyBasicsForm, QualitySettingsForm):
+    """The settings of `create_proxy_study`, under the same names."""
+
+    negatives_run = RunChoiceField(
+        queryset=finished_runs(), label="Negatives from run",
+        help_text="The best-ranked usable passages of this run become the negatives.",
+    )
+    items = forms.IntegerField(min_value=1, initial=100, label="Number of items")
+    candidates = forms.IntegerField(
+        min_value=MIN_CANDIDATES, max_value=MAX_CANDIDATES, initial=3, label="Candidates per item (k)",
+        help_text="The gold and k - 1 negatives.",
+    )
+    single_sentence = forms.BooleanField(required=False, label="Single-sentence quotations only")
+    book = BookChoiceField(
+        queryset=Document.objects.select_related("collection").order_by("collection__name", "ordinal"),
+        required=False, label="Book", help_text="Only queries about this book (optional).",
+    )
+
+    field_order = [
+        "name", "collection", "negatives_run", "items", "candidates", "judgments_per_item", "seed", "context_left",
+        "context_right", "single_sentence", "book", "guidelines", "annotators", "claim_minutes",
+        *QualitySettingsForm.QUALITY_FIELDS,
+    ]
+
+
+class LabelSchemaForm(StudyBasicsForm):
+    """The label schema of a relevance or quotability study, field by field; `label_schema()`
+    assembles them in the schema's JSON format (validated by the service)."""
+
+    question = forms.CharField(
+        max_length=500, required=False, help_text="Shown to annotators; empty: the kind's default question."
+    )
+    spans = forms.ChoiceField(
+        choices=[("", "No spans"), *((target, f"Spans on the {target}") for target in SPAN_TARGETS)],
+        required=False, label="Span marking",
+    )
+    spans_required = forms.BooleanField(required=False, label="At least one span required")
+    rubric = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}), required=False,
+        label="Rubric fields (JSON)",
+        help_text='A list of fields, e.g. [{"name": "specificity", "values": [0, 1], "labels": {"0": "broad", '
+                  '"1": "specific"}}]. Empty: no rubric.',
+    )
+    rationale = forms.ChoiceField(
+        choices=[(mode, f"Rationale: {mode}") for mode in RATIONALE_MODES], initial="none", label="Rationale"
+    )
+
+    def clean_rubric(self):
+        text = self.cleaned_data["rubric"].strip()
+        if not text:
+            return []
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError as error:
+            raise forms.ValidationError(f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})")
+
+    SCHEMA_FIELDS = ("scale", "question", "spans", "spans_required", "rubric", "rationale", "multi_select")
+
+    def study_settings(self) -> dict:
+        """The create service's arguments: the schema fields assembled into `label_schema`."""
+        settings = {name: value for name, value in super().study_settings().items() if name not in self.SCHEMA_FIELDS}
+        return {**settings, "label_schema": self.label_schema()}
+
+    def label_schema(self) -> dict:
+        data = self.cleaned_data
+        schema = {"rubric": data["rubric"], "rationale": data["rationale"], "spans": data["spans"] or None,
+                  "spans_required": data["spans_required"]}
+        if "scale" in data:
+            schema["scale"] = data["scale"]
+        if data["question"].strip():
+            schema["question"] = data["question"].strip()
+        if data.get("multi_select"):
+            schema["multi_select"] = True
+        return schema
+
+
+class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
+    """The settings of `create_relevance_study`, plus its label schema and quality control."""
+
+    runs = RunsChoiceField(
+        queryset=finished_runs(), required=False, widget=forms.CheckboxSelectMultiple,
+        help_text="Their top hits are pooled (deduplicated) into (query, passage) items.",
+    )
+    depth = forms.IntegerField(min_value=1, initial=10, label="Top k of each run")
+    use_pools = forms.BooleanField(required=False, label="Add each query's own pool")
+    n_queries = forms.IntegerField(min_value=1, required=False, label="Number of queries",
+                                   help_text="Empty: every query with at least one passage.")
+    scale = forms.ChoiceField(choices=[(scale, scale) for scale in SCALES], initial="binary")
+
+    field_order = [
+        "name", "collection", "runs", "depth", "use_pools", "n_queries", "judgments_per_item", "seed",
+        "context_left", "context_right", "scale", "question", "spans", "spans_required", "rationale", "rubric",
+        *QualitySettingsForm.QUALITY_FIELDS, "guidelines", "annotators", "claim_minutes",
+    ]
+
+
+
+class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
+    """The settings of `create_quotability_study`, plus its schema and quality control."""
+
+    multi_select = forms.BooleanField(
+        required=False, label="Pilot: select all quotable paragraphs of a source",
+        help_text="One item per context showing every paragraph of its source.",
+    )
+    run = RunChoiceField(queryset=finished_runs(), required=False, help_text="Whose paragraphs are judged (not for the pilot).")
+    selection = forms.ChoiceField(
+        choices=[("top_non_gold", "The run's top paragraph, where it is not the gold"),
+                 ("top_k", "The run's top k paragraphs")],
+        initial="top_non_gold",
+    )
+    depth = forms.IntegerField(min_value=1, initial=1, label="Top k (for top k)")
+    candidates_from = forms.ChoiceField(
+        choices=[("document", "The gold's source document"), ("pool", "The query's own pool")], initial="document",
+        label="Pilot paragraphs from",
+    )
+    n_queries = forms.IntegerField(min_value=1, required=False, label="Number of contexts",
+                                   help_text="Empty: every context that gives an item.")
+
+    field_order = [
+        "name", "collection", "multi_select", "run", "selection", "depth", "candidates_from", "n_queries",
+        "judgments_per_item", "seed", "context_left", "context_right", "question", "spans", "spans_required",
+        "rationale", "rubric", *QualitySettingsForm.QUALITY_FIELDS, "guidelines", "annotators", "claim_minutes",
+    ]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["judgments_per_item"].initial = 5
+        self.fields["context_right"].initial = 0
+        self.fields["spans"].choices = [("", "No excerpt span"), ("passage", "Mark the excerpt in the paragraph")]
+
+
+
+class PositionsField(forms.Field):
+    """Several 0-based positions (checkboxes of one name). Whether the item shows them is the
+    service's question."""
+
+    widget = forms.MultipleHiddenInput
+
+    def to_python(self, value) -> list[int]:
+        values = list(value or [])
+        if not all(str(position).isdigit() for position in values):
+            raise forms.ValidationError("The selected paragraphs could not be read; select them again.")
+        return [int(position) for position in values]
+
+
+class BlockForm(forms.Form):
+    annotator = forms.CharField(max_length=150)
+    reason = forms.CharField(max_length=2000, strip=True, error_messages={"required": "a reason is required."})
+    exclude_judgments = forms.BooleanField(required=False, label="Leave their judgments out of the statistics")
+
+
+class DesignateForm(forms.Form):
+    """Draw `count` unjudged items with a known answer as hidden gold or qualification items."""
+
+    role = forms.ChoiceField(choices=[("gold", "Hidden gold"), ("qualification", "Qualification questions")])
+    count = forms.IntegerField(min_value=1, initial=1)
+
+
+class AdjudicationForm(forms.Form):
+    """Staff's final answer, in whichever part the study's kind takes (the service checks it)."""
+
+    position = forms.IntegerField(min_value=0, required=False)
+    label = forms.IntegerField(required=False)
+    selections = PositionsField(required=False)
+    decides_selections = forms.BooleanField(required=False, widget=forms.HiddenInput)
+    note = forms.CharField(max_length=2000, required=False)
+
+    def decision(self) -> dict:
+        """`adjudicate`'s answer arguments: only the part the page posted (a multi-select item
+        may be decided as "none selected", so its form says it decides selections)."""
+        data = self.cleaned_data
+        decision = {"note": data["note"]}
+        if data["decides_selections"]:
+            decision["selections"] = data["selections"]
+        elif data["position"] is not None:
+            decision["position"] = data["position"]
+        else:
+            decision["label"] = data["label"]
+        return decision
+
+
+class PeerVerdictForm(forms.Form):
+    review = forms.IntegerField(min_value=1)
+    verdict = forms.ChoiceField(choices=PeerReview.Verdict.choices)
+    comment = forms.CharField(max_length=2000, required=False)
 
 
 class VoidJudgmentForm(forms.Form):
@@ -75,13 +329,53 @@ class VoidJudgmentForm(forms.Form):
 
 
 class JudgmentForm(forms.Form):
-    """The annotator's answer as posted by the page: the item shown, the 0-based position of the
-    candidate chosen, and the seconds the browser measured (kept as text: a broken timer must
-    not cost the answer, the service drops what is not a number)."""
+    """The annotator's answer as posted by the page: the item shown, then, by kind, the 0-based
+    position of the candidate chosen (proxy) or the label, spans (JSON posted by the page's
+    script), rubric radios (`rubric-<name>`), rationale and multi-select positions; and the
+    seconds the browser measured (kept as text: a broken timer must not cost the answer, the
+    service drops what is not a number). Whether the answer fits the study is the service's call."""
 
     item = forms.IntegerField(min_value=1)
-    choice = forms.IntegerField(
-        min_value=0, max_value=MAX_CANDIDATES - 1,
-        error_messages={"required": "Choose one of the candidates before submitting."},
-    )
+    choice = forms.IntegerField(min_value=0, max_value=MAX_CANDIDATES - 1, required=False)
+    label = forms.IntegerField(required=False)
+    spans = forms.CharField(required=False)
+    rationale = forms.CharField(required=False, strip=False)
+    selections = PositionsField(required=False)
     seconds = forms.CharField(required=False)
+
+    def __init__(self, data, *, proxy: bool):
+        super().__init__(data)
+        self.proxy = proxy
+
+    def clean_choice(self):
+        choice = self.cleaned_data["choice"]
+        if self.proxy and choice is None:
+            raise forms.ValidationError("Choose one of the candidates before submitting.")
+        return choice
+
+    def clean_rationale(self) -> str:
+        """Browsers post a textarea's line breaks as CRLF; store them as plain newlines."""
+        return self.cleaned_data["rationale"].replace("\r\n", "\n")
+
+    def clean_spans(self):
+        text = self.cleaned_data["spans"].strip()
+        if not text:
+            return None
+        try:
+            return json.loads(text)
+        except json.JSONDecodeError:
+            raise forms.ValidationError("The marked spans could not be read; mark them again.")
+
+    def rubric(self) -> dict[str, str]:
+        """The rubric radios answered, by field name (values as posted: the service checks them)."""
+        return {key.removeprefix(RUBRIC_PREFIX): value for key, value in self.data.items() if key.startswith(RUBRIC_PREFIX)}
+
+    def answer(self) -> dict:
+        """The answer's parts under `submit_judgment`'s argument names."""
+        data = self.cleaned_data
+        if self.proxy:
+            return {"position": data["choice"]}
+        return {
+            "label": data["label"], "spans": data["spans"], "rubric": self.rubric(), "rationale": data["rationale"],
+            "selections": data["selections"],
+        }

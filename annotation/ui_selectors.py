@@ -1,6 +1,6 @@
 """Read-side helpers for the web pages that `annotation.selectors` does not cover: the
-annotator's list of studies, the staff study list and study detail, the keyboard scheme and
-how a masked query text is split around its slot.
+annotator's list of studies, the staff study list and study detail, the keyboard scheme of every
+kind of item and how a masked query text is split around its slot.
 
 Annotator-facing functions here build on `annotation.selectors` and add nothing about gold,
 provenance or external ids; the staff functions (`staff_*`) may show them.
@@ -8,19 +8,40 @@ provenance or external ids; the staff functions (`staff_*`) may show them.
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter, defaultdict
 
 from django.db.models import Count, Q
 
-from .models import Assignment, Item, Judgment, Study
-from .selectors import annotator_progress, studies_open_to, study_overview
+from .label_schema import study_schema
+from .models import AnnotatorFlag, Assignment, Item, Judgment, PeerReview, Study, StudyBlock
+from .selectors import (
+    MASK_MARK,
+    annotator_progress,
+    counted_judgments,
+    span_target_text,
+    studies_open_to,
+    study_overview,
+)
 from .services import annotator_refusal
+from .services.qualification import QualificationStatus, qualification_state
+from .services.quality import disagreement_items, quality_overview
 
 # One key per option, so a single key press always picks exactly one candidate: 1-9, 0 for the
 # tenth, then letters for options 11-20 (k is at most 20).
 OPTION_KEYS = "1234567890abcdefghij"
-# BEIR-style RELiC queries carry the mask inside their text.
-MASK_MARKER = re.compile(r"\[masked sentences?(?:\(s\))?\]", re.IGNORECASE)
+# Scale values are picked by their own digit; 10 (the top of a 0-10 scale) by "t" for ten.
+TEN_KEY = "t"
+# A yes/no question (quotability's) answers with y and n.
+YES_NO_KEYS = {0: "n", 1: "y"}
+# What the page calls the text a span target names, by study kind.
+SPAN_TARGET_NAMES = {
+    Study.Kind.RELEVANCE: {"query": "query", "passage": "passage"},
+    Study.Kind.QUOTABILITY: {"query": "context", "passage": "paragraph"},
+}
+# The key that marks the selected text as a span (annotate.js reads the same letter).
+MARK_SPAN_KEY = "m"
+# BEIR-style RELiC queries carry the mask inside their text; label studies write it as MASK_MARK.
+MASK_MARKER = re.compile(rf"\[masked sentences?(?:\(s\))?\]|{re.escape(MASK_MARK)}", re.IGNORECASE)
 
 
 def option_key(position: int) -> str:
@@ -45,18 +66,100 @@ def masked_text_segments(text: str) -> list[dict]:
     return [segment for segment in segments if segment["text"]]
 
 
-def annotation_page(work: dict) -> dict:
+def annotation_page(work: dict, study: Study) -> dict:
     """`next_work`'s payload made ready for the page: candidates with their numbers and keys,
-    a plain-text query cut around its mask, and the key range the page explains."""
+    a plain-text query cut around its mask, and the key range the page explains; for label
+    kinds also the keyed scale and rubric values and the query as one text (see `label_task`)."""
     if work["finished"]:
         return work
     candidates = keyed_candidates(work["candidates"])
-    return {
+    page = {
         **work,
         "candidates": candidates,
         "query_segments": masked_text_segments(work["query_text"]) if work["query_text"] else [],
         "keys_hint": _keys_hint(len(candidates)),
     }
+    if study.kind != Study.Kind.PROXY:
+        page["task"] = label_task(page, study)
+    return page
+
+
+def label_task(work: dict, study: Study) -> dict:
+    """A relevance or quotability item as the page lays it out: the query as the one text span
+    offsets count (cut around its mask for display), the passages (keyed in a multi-select),
+    the scale and each rubric field as keyed options, where spans are marked and the keys to
+    explain. Hidden gold and work items give the same shape: only the payload goes in."""
+    spans = work["spans"]
+    target = spans["target"] if spans else None
+    multi_select = work["multi_select"]
+    query_text = spans["text"] if target == "query" else span_target_text(study, _shown_item(work), "query")
+    yes_no = study.kind == Study.Kind.QUOTABILITY
+    rubric = [
+        {"name": field["name"], "title": field["name"].replace("_", " ").capitalize(),
+         "options": keyed_values(field["values"])}
+        for field in work["rubric"]
+    ]
+    label_options = [] if multi_select else keyed_values(work["values"], yes_no=yes_no)
+    span_noun = SPAN_TARGET_NAMES[study.kind][target] if target else None
+    return {
+        "question": work["question"],
+        "title": work["query_title"],
+        "query_text": query_text,
+        "query_segments": masked_text_segments(query_text),
+        "passages": work["candidates"] if multi_select else work["candidates"][:1],
+        "multi_select": multi_select,
+        "span_target": target,
+        "span_noun": span_noun,
+        "spans_required": bool(spans and spans["required"]),
+        "label_options": label_options,
+        "rubric": rubric,
+        "rationale": work["rationale"],
+        "keys": _label_keys(label_options, rubric, len(work["candidates"]) if multi_select else 0, span_noun,
+                            work["rationale"]),
+    }
+
+
+def _shown_item(work: dict) -> Item:
+    return Item.objects.select_related("query").get(pk=work["item"])
+
+
+def keyed_values(values: list[dict], *, yes_no: bool = False) -> list[dict]:
+    """Scale or rubric values ({"value", "label"}) with the key that picks each: y/n for a
+    yes/no question, the value's digit (t for 10) on 0-10 scales, else 1, 2, ... by position."""
+    numbers = [entry["value"] for entry in values]
+    if yes_no and numbers == [0, 1]:
+        keys = [YES_NO_KEYS[number] for number in numbers]
+    elif all(0 <= number <= 10 for number in numbers):
+        keys = [TEN_KEY if number == 10 else str(number) for number in numbers]
+    else:
+        keys = [OPTION_KEYS[index] if index < len(OPTION_KEYS) else "" for index in range(len(numbers))]
+    # A bare number needs no name beside the key that already shows it.
+    return [{**entry, "key": key, "named": entry["label"] != key} for entry, key in zip(values, keys)]
+
+
+def _label_keys(label_options: list[dict], rubric: list[dict], selectable: int, span_noun, rationale: str) -> list[dict]:
+    """The key legend of a label item, one {"keys", "action"} per line the page shows."""
+    legend = []
+    if label_options:
+        legend.append({"keys": _key_range(label_options), "action": "answer"})
+    if selectable:
+        legend.append({"keys": _keys_hint(selectable), "action": "select or unselect a paragraph"})
+    if rubric or rationale != "none":
+        legend.append({"keys": "Tab", "action": "next field" + (" (rubric, rationale)" if rationale != "none" else "")})
+    if span_noun:
+        legend.append({"keys": MARK_SPAN_KEY, "action": f"mark the text selected in the {span_noun}"})
+    legend.append({"keys": "Enter", "action": "submit" + (" (Ctrl+Enter in the rationale)" if rationale != "none" else "")})
+    return legend
+
+
+def _key_range(options: list[dict]) -> str:
+    """"0-10 (t for 10)", "0-3", "n / y"."""
+    keys = [option["key"] for option in options]
+    if keys and all(key.isdigit() or key == TEN_KEY for key in keys) and len(keys) > 2:
+        digits = [key for key in keys if key.isdigit()]
+        hint = f"{digits[0]}-{digits[-1]}"
+        return f"{hint}, {TEN_KEY} for 10" if TEN_KEY in keys else hint
+    return " / ".join(keys)
 
 
 def _keys_hint(count: int) -> str:
@@ -69,14 +172,47 @@ def _keys_hint(count: int) -> str:
     return hint
 
 
+def qualification_checkpoint(study: Study, annotator) -> dict | None:
+    """The result page an annotator sees between a failed qualification attempt and the retry
+    they may start ("Try again"), or None when there is no such pause: the round is not
+    required, passed, under way, not yet started, or lost (a refusal then says so)."""
+    state = qualification_state(study, annotator)
+    if state.status != QualificationStatus.READY or state.last is None:
+        return None
+    payload = state.payload()
+    return {**payload, "attempts_left": state.attempts_allowed - state.attempts_made}
+
+
+def qualification_outcome(submission) -> dict | None:
+    """When `submission` answered the last question of a qualification attempt: whether it
+    passed and the message that says so ({"passed", "message"}); else None."""
+    answer = submission.qualification_answer
+    if answer is None or not submission.created:
+        return None
+    attempt = answer.attempt
+    attempt.refresh_from_db()
+    if attempt.finished_at is None:
+        return None
+    score = f"{attempt.correct} of {attempt.total} correct"
+    if attempt.passed:
+        return {"passed": True, "message": f"You passed the qualification round ({score}). Formal work starts now."}
+    return {"passed": False, "message": f"You did not pass qualification attempt {attempt.number} ({score})."}
+
+
 def annotator_studies(annotator) -> list[dict]:
     """The open studies this annotator may see, each with their progress, whether they have an
-    item claimed (so the page says Continue rather than Start) and why they may not work on it."""
+    item claimed (so the page says Continue rather than Start), why they may not work on it and
+    how many peer reviews wait for them."""
     studies = list(studies_open_to(annotator))
     claimed = set(
         Assignment.objects.filter(
             annotator=annotator, state=Assignment.State.ACTIVE, item__study__in=studies
         ).values_list("item__study", flat=True)
+    )
+    reviews = Counter(
+        PeerReview.objects.filter(
+            reviewer=annotator, verdict__isnull=True, judgment__voided=False, judgment__item__study__in=studies
+        ).values_list("judgment__item__study", flat=True)
     )
     rows = []
     for study in studies:
@@ -87,6 +223,7 @@ def annotator_studies(annotator) -> list[dict]:
             "started": progress["done"] > 0 or study.pk in claimed,
             "finished": progress["total"] > 0 and progress["done"] >= progress["total"],
             "refusal": annotator_refusal(study, annotator),
+            "reviews": reviews.get(study.pk, 0),
         })
     return rows
 
@@ -116,8 +253,10 @@ def staff_study_summary(study: Study) -> dict:
 
 
 def staff_study_items(study: Study) -> list[dict]:
-    """The study's items in order, for staff: query id, the gold's option number, candidate
-    texts and every judgment (voided ones flagged) with the option chosen."""
+    """The study's items in order, for staff: query id, role (hidden gold and qualification
+    items marked, with their known answer), the gold's option number, candidate texts and every
+    judgment (voided ones flagged) with the option chosen or the answer given."""
+    schema = study_schema(study)
     judgments_by_item = defaultdict(list)
     for judgment in (
         Judgment.objects.filter(item__study=study)
@@ -127,6 +266,7 @@ def staff_study_items(study: Study) -> list[dict]:
         judgments_by_item[judgment.item_id].append({
             "judgment": judgment,
             "option": judgment.choice.position + 1 if judgment.choice else None,
+            "answer": describe_answer(study, schema, label=judgment.label, selections=judgment.selections),
             "correct": judgment.choice.is_gold if judgment.choice else None,
         })
     items = (
@@ -140,9 +280,192 @@ def staff_study_items(study: Study) -> list[dict]:
         candidates = sorted(item.candidates.all(), key=lambda candidate: candidate.position)
         rows.append({
             "item": item,
+            "expected": None if item.expected_label is None else _describe_key(study, schema, item.expected_label),
             "candidates": candidates,
             "gold_option": next((c.position + 1 for c in candidates if c.is_gold), None),
             "judgments": judgments_by_item[item.pk],
             "counted": sum(1 for row in judgments_by_item[item.pk] if not row["judgment"].voided),
         })
     return rows
+
+
+# --- quality control pages -------------------------------------------------------------------------
+
+
+# How the quality page words an annotator's qualification status.
+QUALIFICATION_WORDS = {
+    QualificationStatus.NOT_REQUIRED: "—",
+    QualificationStatus.NOT_READY: "no questions yet",
+    QualificationStatus.READY: "not started / may retry",
+    QualificationStatus.IN_PROGRESS: "in progress",
+    QualificationStatus.PASSED: "passed",
+    QualificationStatus.LOCKED_OUT: "failed (locked out)",
+}
+
+
+def quality_page(study: Study) -> dict:
+    """The staff quality page: quality_overview's per-annotator measures as table rows (shares
+    as percentages), each with their open flags (to resolve) and their block, if any."""
+    overview = quality_overview(study)
+    flags = defaultdict(list)
+    for flag in AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True).select_related("annotator"):
+        flags[flag.annotator.username].append(flag)
+    blocks = {block.annotator.username: block for block in StudyBlock.objects.filter(study=study).select_related("annotator", "created_by")}
+    rows = [
+        {
+            "username": username,
+            **measures,
+            "gold_percent": _percent(measures["gold"]),
+            "peer_percent": _percent(measures["peer_review"]),
+            "qualification_text": QUALIFICATION_WORDS.get(measures["qualification"], measures["qualification"]),
+            "flags": flags.get(username, []),
+            "block": blocks.get(username),
+        }
+        for username, measures in overview["annotators"].items()
+    ]
+    return {**overview, "rows": rows}
+
+
+def _percent(rate: dict | None) -> float | None:
+    return None if rate is None or rate["rate"] is None else 100 * rate["rate"]
+
+
+def describe_answer(study: Study, schema: dict, *, position=None, label=None, selections=None) -> str:
+    """An answer in the words of the page: "option 2", "paragraphs 1, 3", "2 · Highly relevant"."""
+    if study.kind == Study.Kind.PROXY:
+        return "—" if position is None else f"option {position + 1}"
+    if schema["multi_select"]:
+        chosen = list(selections or [])
+        return f"paragraph{'s' if len(chosen) > 1 else ''} " + ", ".join(str(p + 1) for p in chosen) if chosen else "none selected"
+    if label is None:
+        return "—"
+    name = schema["value_labels"].get(str(label), str(label))
+    return str(label) if name == str(label) else f"{label} · {name}"
+
+
+def adjudication_rows(study: Study) -> list[dict]:
+    """The disagreement items for staff to decide: each with what annotators saw (the query and
+    the candidates, the gold marked for proxy items), every counted judgment with its answer,
+    the answers' counts, the options the decision takes and the decision so far."""
+    schema = study_schema(study)
+    disputed = disagreement_items(study)
+    items = {
+        item.pk: item for item in Item.objects.filter(pk__in=[row["item"] for row in disputed])
+        .select_related("query").prefetch_related("candidates__passage")
+    }
+    judgments = defaultdict(list)
+    for judgment in counted_judgments(study).filter(item__in=items):
+        judgments[judgment.item_id].append({
+            "annotator": judgment.annotator.username,
+            "answer": describe_answer(
+                study, schema, position=judgment.choice.position if judgment.choice else None,
+                label=judgment.label, selections=judgment.selections,
+            ),
+            "rubric": judgment.rubric,
+            "rationale": judgment.rationale,
+        })
+    rows = []
+    for row in disputed:
+        item = items[row["item"]]
+        candidates = sorted(item.candidates.all(), key=lambda candidate: candidate.position)
+        decision = row["adjudication"]
+        rows.append({
+            **row,
+            "number": row["position"] + 1,
+            "query_text": span_target_text(study, item, "query"),
+            "candidates": candidates,
+            "answers": [
+                {**entry, "text": _describe_key(study, schema, entry["answer"])} for entry in row["answers"]
+            ],
+            "judgments": judgments[item.pk],
+            "decision": None if decision is None else {
+                **decision, "text": describe_answer(
+                    study, schema, position=decision["position"], label=decision["label"],
+                    selections=decision["selections"],
+                ),
+            },
+            "form": _decision_form(study, schema, candidates),
+        })
+    return rows
+
+
+def _describe_key(study: Study, schema: dict, key) -> str:
+    """disagreement_items' answer key (a position, a label or a list of positions) in words."""
+    if study.kind == Study.Kind.PROXY:
+        return describe_answer(study, schema, position=key)
+    if schema["multi_select"]:
+        return describe_answer(study, schema, selections=key)
+    return describe_answer(study, schema, label=key)
+
+
+def _decision_form(study: Study, schema: dict, candidates: list) -> dict:
+    """What the decision form offers: the candidates' positions (proxy, one; multi-select,
+    several) or the scale's values."""
+    if study.kind == Study.Kind.PROXY:
+        return {"field": "position", "multiple": False,
+                "options": [{"value": c.position, "label": f"option {c.position + 1}"} for c in candidates]}
+    if schema["multi_select"]:
+        return {"field": "selections", "multiple": True,
+                "options": [{"value": c.position, "label": f"paragraph {c.position + 1}"} for c in candidates]}
+    return {"field": "label", "multiple": False, "options": [
+        {"value": value, "label": describe_answer(study, schema, label=value)} for value in schema["values"]
+    ]}
+
+
+# The keys of the peer-review verdicts.
+VERDICT_KEYS = {"pass": "p", "fail": "f"}
+
+
+def peer_review_page(payload: dict, study: Study) -> dict:
+    """next_peer_review's payload as the review page lays it out: the item as the annotator saw
+    it, the reviewed answer in words (chosen candidates marked, spans highlighted in their
+    text, rubric values named), and the keyed verdicts. Nothing says whose answer it is."""
+    if payload["finished"]:
+        return payload
+    schema = study_schema(study)
+    answer = payload["answer"]
+    item = _shown_item(payload)
+    chosen = {answer["position"]} if answer["position"] is not None else set(answer["selections"] or [])
+    candidates = [{**candidate, "chosen": candidate["position"] in chosen} for candidate in keyed_candidates(payload["candidates"])]
+    if study.kind != Study.Kind.PROXY and not schema["multi_select"]:
+        candidates = candidates[:1]
+    spans_by_target = defaultdict(list)
+    for span in answer["spans"] or []:
+        spans_by_target[span["target"]].append(span)
+    query_text = span_target_text(study, item, "query")
+    rubric_names = {field["name"]: field["labels"] for field in schema.get("rubric", [])}
+    return {
+        **payload,
+        "query_title": payload.get("query_title", ""),
+        "query_segments": marked_segments(query_text, spans_by_target["query"]),
+        "candidates": [
+            {**candidate, "segments": marked_segments(candidate["text"], spans_by_target["passage"])}
+            for candidate in candidates
+        ],
+        "answer_text": describe_answer(
+            study, schema, position=answer["position"], label=answer["label"], selections=answer["selections"]
+        ),
+        "rubric": [
+            {"title": name.replace("_", " ").capitalize(), "value": value, "label": rubric_names.get(name, {}).get(str(value), str(value))}
+            for name, value in (answer["rubric"] or {}).items()
+        ],
+        "rationale": answer["rationale"],
+        "marked_spans": bool(answer["spans"]),
+        "verdicts": [{"value": value, "label": label, "key": VERDICT_KEYS[value]} for value, label in PeerReview.Verdict.choices],
+    }
+
+
+def marked_segments(text: str, spans: list[dict]) -> list[dict]:
+    """`text` cut at the spans' character offsets: [{"text", "marked"}, ...] in order."""
+    segments, cursor = [], 0
+    for span in sorted(spans, key=lambda span: span["start"]):
+        start, end = max(span["start"], cursor), span["end"]
+        if start >= end:
+            continue
+        if start > cursor:
+            segments.append({"text": text[cursor:start], "marked": False})
+        segments.append({"text": text[start:end], "marked": True})
+        cursor = end
+    if cursor < len(text):
+        segments.append({"text": text[cursor:], "marked": False})
+    return segments
