@@ -19,7 +19,7 @@ from rest_framework.views import APIView
 from retrieval.errors import InputError
 
 from .models import Item, ItemCandidate, Judgment, Study
-from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, judgment_rows, study_overview
+from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, answer_fields, judgment_rows, study_overview
 from .serializers import StudyCreateSerializer, StudySerializer, SubmitSerializer, VoidSerializer
 from .services import (
     AnnotationForbidden,
@@ -108,13 +108,7 @@ class SubmitView(APIView):
         return Response(
             {
                 "item": item.pk,
-                "candidate": judgment.choice_id,
-                "position": judgment.choice.position if judgment.choice else None,
-                "label": judgment.label,
-                "selections": judgment.selections,
-                "spans": judgment.spans,
-                "rubric": judgment.rubric,
-                "rationale": judgment.rationale,
+                **answer_fields(judgment),
                 "submitted_at": judgment.submitted_at.isoformat(),
                 "created": submission.created,
             },

@@ -283,3 +283,17 @@ def _judgment_correct(judgment: Judgment) -> bool | None:
     if judgment.item.expected_label is None:
         return None
     return matches_expected(judgment.item.expected_label, label=judgment.label, selections=judgment.selections)
+
+
+def answer_fields(judgment: Judgment) -> dict:
+    """What was answered: the choice or label, with spans, rubric and rationale; not who answered,
+    when, how fast, or whether it was right (a peer reviewer sees exactly this)."""
+    return {
+        "candidate": judgment.choice_id,
+        "position": judgment.choice.position if judgment.choice else None,
+        "label": judgment.label,
+        "selections": judgment.selections,
+        "spans": judgment.spans,
+        "rubric": judgment.rubric,
+        "rationale": judgment.rationale,
+    }

@@ -5,17 +5,15 @@ rule lives in `annotation.services`, every read in `annotation.selectors` /
 `annotation.ui_selectors`."""
 from __future__ import annotations
 
-from functools import wraps
-
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from retrieval.access import staff_required
 from retrieval.errors import InputError
 
 from .forms import (
@@ -64,19 +62,6 @@ from .ui_selectors import (
     staff_study_items,
     staff_study_summary,
 )
-
-
-def staff_required(view):
-    """Signed-out visitors go to the login page; signed-in non-staff get 403."""
-
-    @login_required
-    @wraps(view)
-    def guarded(request, *args, **kwargs):
-        if not request.user.is_staff:
-            raise PermissionDenied("staff only")
-        return view(request, *args, **kwargs)
-
-    return guarded
 
 
 @login_required

@@ -13,7 +13,7 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 
 from retrieval import selectors
-from retrieval.jobs import request_cancel
+from retrieval.jobs import request_cancel, sweep_stale_jobs
 from retrieval.metrics import trec_run_lines
 from retrieval.models import Query
 from retrieval.serializers import (
@@ -111,6 +111,7 @@ class JobViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
     serializer_class = JobSerializer
 
     def get_queryset(self):
+        sweep_stale_jobs()
         return selectors.jobs_for_listing()
 
     @extend_schema(request=None, responses={202: JobSerializer, 409: JobSerializer})

@@ -11,7 +11,6 @@ from __future__ import annotations
 import hashlib
 import os
 import threading
-import time
 from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -27,13 +26,12 @@ from sentence_transformers.util import batch_to_device  # noqa: E402
 
 from .embedding_cache import EmbeddingCache  # noqa: E402
 from .errors import InputError  # noqa: E402
-from .jobs import Progress, no_progress  # noqa: E402
+from .jobs import Progress, no_progress, throttled  # noqa: E402
 from .models import Passage, Retriever  # noqa: E402
 
 # Texts per forward pass. Larger batches only pay off on a GPU.
 BATCH_SIZE = {"cpu": 64, "cuda": 256}
 # Progress is written to the Job row; more often than this only loads the database.
-PROGRESS_INTERVAL_SECONDS = 1.0
 
 
 def default_model() -> str:
@@ -122,19 +120,6 @@ def mask_token_of(model: str) -> str | None:
 
 def is_normalized(model: SentenceTransformer) -> bool:
     return any(isinstance(module, Normalize) for module in model)
-
-
-def throttled(progress: Progress, interval: float = PROGRESS_INTERVAL_SECONDS) -> Progress:
-    """Pass on at most one report per `interval` seconds, and always the final one."""
-    last = [float("-inf")]
-
-    def report(fraction: float, message: str = "") -> None:
-        now = time.monotonic()
-        if fraction >= 1.0 or now - last[0] >= interval:
-            last[0] = now
-            progress(fraction, message)
-
-    return report
 
 
 def token_lengths(model: SentenceTransformer, texts: list[str]) -> np.ndarray:

@@ -15,6 +15,7 @@ from datetime import timedelta
 from typing import Any
 
 from celery.signals import task_failure
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -49,9 +50,11 @@ def job_progress(job_id: int) -> Progress:
 
     def report(fraction: float, message: str = "") -> None:
         fraction = min(1.0, max(0.0, float(fraction)))
-        Job.objects.filter(pk=job_id).update(progress=fraction, message=message[:500], heartbeat_at=timezone.now())
-        if Job.objects.filter(pk=job_id, cancel_requested=True).exists():
-            raise JobCancelled(f"job {job_id} was cancelled")
+        alive = Job.objects.filter(pk=job_id, status=Job.Status.RUNNING, cancel_requested=False).update(
+            progress=fraction, message=message[:500], heartbeat_at=timezone.now()
+        )
+        if not alive:  # cancelled by staff, or already failed as stale: stop the work here
+            raise JobCancelled(f"job {job_id} is no longer running")
 
     return report
 
@@ -76,14 +79,15 @@ def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
     try:
         result = work(job_progress(job_id)) or {}
     except JobCancelled:
-        Job.objects.filter(pk=job_id).update(
+        Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
             status=Job.Status.CANCELLED, finished_at=timezone.now(), message="cancelled"
         )
         return {"cancelled": True}
     except BaseException as exc:  # noqa: BLE001 - every failure, time limits included, is recorded
         mark_failed(job_id, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         raise
-    Job.objects.filter(pk=job_id).update(
+    # Only a job still running succeeds: one failed meanwhile as stale keeps its verdict.
+    Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
         status=Job.Status.SUCCEEDED, progress=1.0, result=result, finished_at=timezone.now(), message="done"
     )
     return result
@@ -121,6 +125,12 @@ def fail_stale_jobs(older_than: timedelta) -> list[int]:
         ):
             failed.append(job_id)
     return failed
+
+
+def sweep_stale_jobs() -> list[int]:
+    """`fail_stale_jobs` with the configured patience; called wherever staff look at jobs, so a
+    vanished worker's job turns failed without a scheduler process."""
+    return fail_stale_jobs(timedelta(minutes=settings.MARGINALIA_STALE_JOB_MINUTES))
 
 
 def throttled(progress: Progress, interval: float = 1.0) -> Progress:

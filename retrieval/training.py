@@ -36,10 +36,10 @@ from django.db.models import Prefetch
 from django.utils.text import slugify
 
 from .dense import (
-    autocast_dtype, default_model, embed_batch, is_normalized, pick_device, read_model, throttled,
+    autocast_dtype, default_model, embed_batch, is_normalized, pick_device, read_model,
 )
 from .errors import InputError
-from .jobs import Progress, create_job, dispatch, execute, no_progress
+from .jobs import Progress, create_job, dispatch, execute, no_progress, throttled
 from .models import Collection, Job, Qrel, Query, Retriever
 from .scoring import query_text
 

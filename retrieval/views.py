@@ -2,17 +2,15 @@
 and a form that starts a BM25 or dense run (validated by the same serializer as the API)."""
 from __future__ import annotations
 
-from functools import wraps
-
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required
-from django.core.exceptions import PermissionDenied
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_http_methods
 from rest_framework.exceptions import ValidationError
 
 from retrieval import selectors
+from retrieval.access import staff_required
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
+from retrieval.jobs import sweep_stale_jobs
 from retrieval.models import Retriever
 from retrieval.serializers import RunRequestSerializer
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH
@@ -25,20 +23,8 @@ DEFAULT_RUN_REQUEST = {
 }
 
 
-def staff_required(view):
-    """Signed-out visitors go to the login page; signed-in non-staff get 403."""
-
-    @login_required
-    @wraps(view)
-    def guarded(request, *args, **kwargs):
-        if not request.user.is_staff:
-            raise PermissionDenied("staff only")
-        return view(request, *args, **kwargs)
-
-    return guarded
-
-
 def _dashboard_context(run_request: dict, errors: dict) -> dict:
+    sweep_stale_jobs()
     runs = list(selectors.runs_for_listing()[:RECENT_RUNS])
     return {
         "collections": selectors.collections_with_counts(),

@@ -10,6 +10,9 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+# Redis + Celery worker fixtures (redis_url, platform, worker) for tests of real background work.
+pytest_plugins = ["tests.live_platform"]
+
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 
 

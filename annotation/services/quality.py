@@ -53,7 +53,7 @@ from ..models import (
     Study,
     StudyBlock,
 )
-from ..selectors import counted_judgments, gold_judgments, shown_item
+from ..selectors import answer_fields, counted_judgments, gold_judgments, shown_item
 from .labels import is_correct, study_schema, validate_answer, validate_expected
 from .qualification import qualification_state
 from .queue import AnnotationForbidden, annotator_refusal
@@ -405,20 +405,6 @@ def _pending_reviews(study: Study, reviewer):
     ).order_by("assigned_at", "pk")
 
 
-def reviewed_answer(judgment: Judgment) -> dict:
-    """The answer under review, as the reviewer sees it: what was chosen or labelled, with the
-    spans, rubric and rationale; not who answered, when, how fast, or whether it was right."""
-    return {
-        "candidate": judgment.choice_id,
-        "position": judgment.choice.position if judgment.choice else None,
-        "label": judgment.label,
-        "selections": judgment.selections,
-        "spans": judgment.spans,
-        "rubric": judgment.rubric,
-        "rationale": judgment.rationale,
-    }
-
-
 def next_peer_review(study: Study, reviewer) -> dict:
     """The reviewer's oldest pending review in the study: the item as annotators see it and the
     answer to review; `{"finished": true}` when none is waiting."""
@@ -433,7 +419,7 @@ def next_peer_review(study: Study, reviewer) -> dict:
         "finished": False,
         "review": review.pk,
         **shown_item(review.judgment.item),
-        "answer": reviewed_answer(review.judgment),
+        "answer": answer_fields(review.judgment),
         "pending": pending.count(),
     }
 

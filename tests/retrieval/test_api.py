@@ -1,7 +1,10 @@
 """The staff retrieval API: collections with their sizes, queries by collection, runs started
 through a worker queue and read back with their metrics, jobs that report progress and can be
 cancelled, and TREC exports of runs and qrels."""
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from marginalia.celery import app as celery_app
@@ -164,3 +167,16 @@ def test_the_openapi_schema_describes_the_retrieval_endpoints(staff):
                  "/api/runs/{id}/trec/", "/api/jobs/{id}/", "/api/jobs/{id}/cancel/"):
         assert path in schema["paths"]
     assert "post" in schema["paths"]["/api/runs/"]
+
+
+def test_listing_jobs_fails_a_running_job_whose_worker_went_silent(staff, settings):
+    settings.MARGINALIA_STALE_JOB_MINUTES = 30
+    silent = Job.objects.create(kind="train", queue="gpu", status=Job.Status.RUNNING,
+                                heartbeat_at=timezone.now() - timedelta(minutes=31))
+    lively = Job.objects.create(kind="retrieve", queue="cpu", status=Job.Status.RUNNING,
+                                heartbeat_at=timezone.now() - timedelta(minutes=5))
+
+    statuses = {row["id"]: row["status"] for row in staff.get("/api/jobs/").json()["results"]}
+
+    assert statuses == {silent.pk: "failed", lively.pk: "running"}
+    assert "stopped reporting" in Job.objects.get(pk=silent.pk).error

@@ -4,6 +4,7 @@ import pytest
 
 from marginalia.celery import app
 from retrieval import tasks
+from retrieval.jobs import execute
 from retrieval.models import Job, Run
 from retrieval.services import runs
 from retrieval.services.runs import get_or_create_retriever, start_run_async
@@ -93,3 +94,20 @@ def test_a_dense_run_is_sent_to_the_gpu_queue_after_commit(monkeypatch, django_c
     assert (job.kind, job.queue, job.status) == ("retrieve", "gpu", Job.Status.PENDING)
     assert sent == [{"args": [job.pk, run.pk], "queue": "gpu", "task_id": job.celery_id}]
     assert run.parameters["model"] == "/models/minilm"
+
+
+@pytest.mark.django_db
+def test_a_job_failed_as_stale_keeps_its_verdict_and_its_work_stops_at_the_next_report():
+    job = Job.objects.create(kind="train", queue="gpu")
+    reports = []
+
+    def work(progress):
+        Job.objects.filter(pk=job.pk).update(status=Job.Status.FAILED, error="the worker stopped reporting")
+        reports.append("before")
+        progress(0.5, "halfway")
+        reports.append("after")  # never reached: the report sees the job is no longer running
+        return {"done": True}
+
+    assert execute(job.pk, work) == {"cancelled": True}
+    job.refresh_from_db()
+    assert (job.status, reports) == (Job.Status.FAILED, ["before"])

@@ -22,6 +22,7 @@ from retrieval.models import Job, Retriever
 from retrieval.training import start_training_async, sweep_abandoned_work_folders
 from tests.conftest import PROJECT_ROOT
 from tests.factories import make_code_word_collection
+from tests.live_platform import MANAGE, manage, wait_for_job, worker_log
 
 pytestmark = pytest.mark.django_db
 
@@ -163,15 +164,14 @@ def test_progress_reports_are_the_heartbeat(eager_celery, django_capture_on_comm
 
 # --- a real worker process, killed with SIGKILL mid-training --------------------------------------
 
-# Redis, the worker and the client helpers are test_celery_worker's; the imported `worker` fixture
-# runs on this module's `platform`, which adds a data folder for the model artifacts.
-from tests.test_celery_worker import MANAGE, manage, redis_url, wait_for_job, worker, worker_log  # noqa: E402,F401
+# Redis and the worker come from tests/live_platform.py; its `worker` fixture runs on this
+# module's `platform`, which adds a data folder for the model artifacts.
 
 STARTUP_SECONDS = 180
 
 
 @pytest.fixture(scope="module")
-def platform(tmp_path_factory, redis_url):  # noqa: F811
+def platform(tmp_path_factory, redis_url):
     folder = tmp_path_factory.mktemp("training-platform")
     env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}", **broker_environment(redis_url),
            "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MARGINALIA_DATA_DIR": str(folder / "data")}

