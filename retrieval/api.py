@@ -111,8 +111,11 @@ class JobViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
     serializer_class = JobSerializer
 
     def get_queryset(self):
-        sweep_stale_jobs()
         return selectors.jobs_for_listing()
+
+    def list(self, request, *args, **kwargs):
+        sweep_stale_jobs()
+        return super().list(request, *args, **kwargs)
 
     @extend_schema(request=None, responses={202: JobSerializer, 409: JobSerializer})
     @action(detail=True, methods=["post"])
