@@ -17,10 +17,17 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from retrieval.errors import InputError
+from retrieval.serializers import JobSerializer
 
 from .models import Item, ItemCandidate, Judgment, Study
 from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, answer_fields, judgment_rows, study_overview
-from .serializers import StudyCreateSerializer, StudySerializer, SubmitSerializer, VoidSerializer
+from .serializers import (
+    StudyCreateSerializer,
+    StudySerializer,
+    StudyTrainingRequestSerializer,
+    SubmitSerializer,
+    VoidSerializer,
+)
 from .services import (
     AnnotationForbidden,
     SubmissionRejected,
@@ -157,6 +164,20 @@ class StudyDetailView(generics.RetrieveAPIView):
     def retrieve(self, request, *args, **kwargs):
         study = self.get_object()
         return Response({**StudySerializer(study).data, "overview": study_overview(study)})
+
+
+class StudyTrainView(APIView):
+    """Staff: fine-tune a dense retriever on the study's judgments (gold or majority choice as
+    positive, unchosen candidates as hard negatives), queued on the "gpu" queue; poll the job."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=StudyTrainingRequestSerializer, responses={202: JobSerializer})
+    def post(self, request, pk):
+        study = get_object_or_404(Study.objects.select_related("collection"), pk=pk)
+        form = StudyTrainingRequestSerializer(data=request.data, context={"study": study, "user": request.user})
+        form.is_valid(raise_exception=True)
+        return Response(JobSerializer(form.save()).data, status=status.HTTP_202_ACCEPTED)
 
 
 class CSVRenderer(BaseRenderer):

@@ -3,11 +3,13 @@ these only check types and shapes."""
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from retrieval.models import Collection, Document, Run
+from retrieval.models import Collection, Document, Job, Run
+from retrieval.serializers import TrainingParametersSerializer, service_errors_on_fields
 
 from .models import Study
 from .services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
 from .services.studies import MAX_CANDIDATES, MIN_CANDIDATES
+from .services.study_training import DEFAULT_VALIDATION_SHARE, start_study_training
 
 
 class StudySerializer(serializers.ModelSerializer):
@@ -120,3 +122,17 @@ class SubmitSerializer(serializers.Serializer):
 
 class VoidSerializer(serializers.Serializer):
     reason = serializers.CharField()
+
+
+class StudyTrainingRequestSerializer(TrainingParametersSerializer):
+    """Training a dense retriever on a study's judgments (the study page's form and its API twin);
+    `save()` queues it and returns its Job. Context sizes are the study's. Pass the study as
+    context["study"] and the requesting user as context["user"]."""
+
+    validation_share = serializers.FloatField(
+        default=DEFAULT_VALIDATION_SHARE, help_text="Share of the judged items held out for early stopping.",
+    )
+
+    def create(self, validated_data) -> Job:
+        with service_errors_on_fields():
+            return start_study_training(self.context["study"], self.context.get("user"), **validated_data)

@@ -12,6 +12,7 @@ urlpatterns = [
     path("studies/new/", views.study_create, name="study_create"),
     path("studies/new/<str:kind>/", views.study_create, name="study_create_kind"),
     path("studies/<int:study_id>/", views.study_detail, name="study_detail"),
+    path("studies/<int:study_id>/train/", views.study_train, name="study_train"),
     path("studies/<int:study_id>/quality/", views.study_quality, name="study_quality"),
     path("studies/<int:study_id>/quality/block/", views.annotator_block, name="annotator_block"),
     path("studies/<int:study_id>/quality/unblock/", views.annotator_unblock, name="annotator_unblock"),

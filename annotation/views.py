@@ -1,6 +1,7 @@
 """The annotation web pages: the annotator's home, annotation page (every kind, qualification
 round included) and peer-review page, and the staff pages to create studies of every kind,
-follow them, void judgments, watch annotators' quality, block them and adjudicate. Thin: every
+follow them, train a dense retriever on their judgments, void judgments, watch annotators'
+quality, block them and adjudicate. Thin: every
 rule lives in `annotation.services`, every read in `annotation.selectors` /
 `annotation.ui_selectors`."""
 from __future__ import annotations
@@ -13,8 +14,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from retrieval import selectors as retrieval_selectors
 from retrieval.access import staff_required
 from retrieval.errors import InputError
+from retrieval.serializers import request_defaults, save_or_errors
 
 from .forms import (
     AdjudicationForm,
@@ -28,6 +31,7 @@ from .forms import (
     VoidJudgmentForm,
 )
 from .models import AnnotatorFlag, Item, Judgment, PeerReview, Study
+from .serializers import StudyTrainingRequestSerializer
 from .services import (
     AnnotationForbidden,
     SubmissionRejected,
@@ -166,14 +170,45 @@ def study_create(request, kind: str = Study.Kind.PROXY):
     return render(request, "annotation/study_form.html", {"form": form, "kind": Study.Kind(kind)})
 
 
-@staff_required
-def study_detail(request, study_id: int):
-    study = get_object_or_404(Study.objects.select_related("collection", "negatives_run"), pk=study_id)
+DEFAULT_STUDY_TRAINING_REQUEST = request_defaults(StudyTrainingRequestSerializer)
+
+
+def _study_with_run(study_id: int) -> Study:
+    return get_object_or_404(Study.objects.select_related("collection", "negatives_run"), pk=study_id)
+
+
+def _render_study_detail(request, study: Study, *, training_request: dict | None = None,
+                         training_errors: dict | None = None, status: int = 200):
     return render(request, "annotation/study_detail.html", {
         "study": study,
         "overview": staff_study_summary(study),
         "items": staff_study_items(study),
-    })
+        "training_request": training_request or DEFAULT_STUDY_TRAINING_REQUEST,
+        "training_errors": training_errors or {},
+        "continuable_retrievers": retrieval_selectors.continuable_retrievers(),
+        "default_model": retrieval_selectors.default_dense_model_label(),
+    }, status=status)
+
+
+@staff_required
+def study_detail(request, study_id: int):
+    return _render_study_detail(request, _study_with_run(study_id))
+
+
+@staff_required
+@require_POST
+def study_train(request, study_id: int):
+    """Queue a training on the study's judgments, then show it among the dashboard's jobs
+    (post/redirect/get); invalid input re-renders the study page with the errors in its form."""
+    study = _study_with_run(study_id)
+    job, errors = save_or_errors(StudyTrainingRequestSerializer(
+        data=request.POST, context={"study": study, "user": request.user}))
+    if job is None:
+        return _render_study_detail(request, study, status=400, training_errors=errors,
+                                    training_request={**DEFAULT_STUDY_TRAINING_REQUEST, **request.POST.dict()})
+    messages.success(request, f"Training of “{job.parameters['name']}” on {job.parameters['pairs']} pairs from the "
+                              f"judgments of “{study.name}” queued as job {job.pk} on the {job.queue} queue.")
+    return redirect(reverse("dashboard") + "#jobs")
 
 
 @staff_required

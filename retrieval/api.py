@@ -1,5 +1,5 @@
 """Staff REST API for retrieval: collections, queries, runs (start one; export it as a TREC run
-file), jobs (poll progress; cancel) and qrels export. Staff only: queries carry the context around
+file), retrievers (train one), jobs (poll progress; cancel) and qrels export. Staff only: queries carry the context around
 the gold answer, and runs reveal which model proposed which candidate."""
 from __future__ import annotations
 
@@ -20,9 +20,11 @@ from retrieval.serializers import (
     CollectionSerializer,
     JobSerializer,
     QuerySerializer,
+    RetrieverSerializer,
     RunDetailSerializer,
     RunRequestSerializer,
     RunSerializer,
+    TrainingRequestSerializer,
 )
 
 
@@ -105,6 +107,29 @@ class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         """The run as a TREC run file (`qid Q0 docid rank score tag`)."""
         run = self.get_object()
         return text_download((line + "\n" for line in trec_run_lines(run)), f"{run.tag}.trec")
+
+
+class RetrieverViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
+    """Registered retrievers (BM25 settings, dense models, trained models). A dense one is used
+    in a run by its name or id as the run's `model`."""
+
+    queryset = selectors.retrievers_for_listing()
+
+    def get_serializer_class(self):
+        return TrainingRequestSerializer if self.action == "train" else RetrieverSerializer
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "user": self.request.user}
+
+    @extend_schema(request=TrainingRequestSerializer, responses={202: JobSerializer})
+    @action(detail=False, methods=["post"])
+    def train(self, request):
+        """Fine-tune a dense retriever on a collection's "train" queries: it is queued on the "gpu"
+        queue and registered under `name` when done; poll the returned job."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        job = serializer.save()
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
 class JobViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):

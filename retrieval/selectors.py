@@ -1,14 +1,15 @@
-"""Reads for the staff API and dashboard: collections with their sizes, runs and jobs to show,
-and qrels as TREC text (run files come from retrieval.metrics.trec_run_lines)."""
+"""Reads for the staff API and dashboard: collections with their sizes, runs, jobs and retrievers
+to show, and qrels as TREC text (run files come from retrieval.metrics.trec_run_lines)."""
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from django.conf import settings
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from retrieval.metrics import evaluate_run
-from retrieval.models import Collection, Document, Job, Passage, Qrel, Query, Run
+from retrieval.models import Collection, Document, Job, Passage, Qrel, Query, Retriever, Run
 
 # The metrics the dashboard shows for a run, in this order, when evaluate_run reports them.
 KEY_METRICS = ("recall@1", "recall@10", "recall@100", "mrr@10", "ndcg@10", "mean_rank")
@@ -40,6 +41,22 @@ def runs_for_listing() -> QuerySet[Run]:
 
 def jobs_for_listing() -> QuerySet[Job]:
     return Job.objects.select_related("created_by").order_by("-created_at", "-pk")
+
+
+def retrievers_for_listing() -> QuerySet[Retriever]:
+    return Retriever.objects.select_related("trained_on", "training_job").order_by("-created_at", "-pk")
+
+
+def continuable_retrievers() -> QuerySet[Retriever]:
+    """Dense retrievers a training may start from: one model serves queries and passages (a
+    training starts both encoders from one model). Their names go in the form's choices."""
+    return Retriever.objects.filter(kind=Retriever.Kind.DENSE, query_model_path="").exclude(model_path="").order_by("name")
+
+
+def default_dense_model_label() -> str:
+    """What a dense retriever without a model path uses, in words (retrieval.dense.default_model
+    loads it; naming it must not load torch)."""
+    return settings.MARGINALIA_DENSE_MODEL or "bundled MiniLM (all-MiniLM-L6-v2)"
 
 
 def run_metrics(run: Run) -> dict | None:

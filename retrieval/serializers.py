@@ -1,8 +1,13 @@
-"""REST shapes of collections, queries, runs and jobs, and the one validator for starting a run
-(the API and the dashboard form both use RunRequestSerializer)."""
+"""REST shapes of collections, queries, runs, jobs and retrievers, and the one validator for
+starting each kind of work: the API and the dashboard forms both use RunRequestSerializer (a run)
+and TrainingRequestSerializer (a training); the study page's training form builds on
+TrainingParametersSerializer."""
 from __future__ import annotations
 
+from contextlib import contextmanager
+
 from rest_framework import serializers
+from rest_framework.fields import empty
 
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.errors import InputError
@@ -42,9 +47,14 @@ class JobSerializer(serializers.ModelSerializer):
 
 
 class RetrieverSerializer(serializers.ModelSerializer):
+    """A retriever; a trained one names the collection it was trained on and its training job."""
+
+    trained_on_name = serializers.CharField(source="trained_on.name", read_only=True, default=None)
+
     class Meta:
         model = Retriever
-        fields = ["id", "name", "kind", "parameters", "model_path", "query_model_path"]
+        fields = ["id", "name", "kind", "parameters", "model_path", "query_model_path", "trained_on",
+                  "trained_on_name", "training_job", "created_at"]
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -86,7 +96,7 @@ class RunRequestSerializer(serializers.Serializer):
                                   help_text="Dense only: a model name or folder, or a trained retriever; empty: the default model.")
 
     def create(self, validated_data) -> Run:
-        try:
+        with service_errors_on_fields():
             retriever = get_or_create_retriever(
                 validated_data["retriever"], k1=validated_data["k1"], b=validated_data["b"], model=validated_data["model"]
             )
@@ -95,5 +105,76 @@ class RunRequestSerializer(serializers.Serializer):
                 context_left=validated_data["context_left"], context_right=validated_data["context_right"],
                 depth=validated_data["depth"],
             )
+
+
+class TrainingParametersSerializer(serializers.Serializer):
+    """A training's settings: train_retriever's keywords, with its defaults (a test holds them
+    equal). Only types are checked here; the ranges are the training service's rules, and its
+    InputError becomes a validation error on the field it names. Subclasses add where the pairs
+    come from and implement `create` -> Job."""
+
+    name = serializers.CharField(max_length=200, help_text="Name of the retriever to register.")
+    base_model = serializers.CharField(
+        default="", allow_blank=True, max_length=1000,
+        help_text="Where training starts: a registered dense retriever (name or id) to continue it, or a model "
+                  "name or folder; empty: the default model (the bundled MiniLM unless configured).",
+    )
+    batch_size = serializers.IntegerField(default=32, help_text="Pairs per batch, all from one book.")
+    learning_rate = serializers.FloatField(default=2e-5, help_text="AdamW learning rate.")
+    epochs = serializers.IntegerField(default=1)
+    patience = serializers.IntegerField(default=1, help_text="Stop after this many epochs without a lower validation loss.")
+    asymmetric = serializers.BooleanField(default=False, help_text="Separate query and passage encoders (RELiC).")
+    max_steps = serializers.IntegerField(default=None, allow_null=True, help_text="Stop after this many steps; null: no limit.")
+    seed = serializers.IntegerField(default=0)
+
+    def validate_base_model(self, value: str) -> str | None:
+        from retrieval.training import resolve_base_model  # torch loads only where training is requested
+
+        try:
+            return resolve_base_model(value)
         except InputError as exc:
-            raise serializers.ValidationError({exc.field or "non_field_errors": [exc.message]}) from exc
+            raise serializers.ValidationError(exc.message) from exc
+
+
+class TrainingRequestSerializer(TrainingParametersSerializer):
+    """Training on a collection's "train" queries (early stopping on its "validation"/"dev"
+    ones); `save()` queues it on the "gpu" queue and returns its Job. Pass the requesting user as
+    context["user"]."""
+
+    collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
+    context_left = serializers.IntegerField(default=DEFAULT_CONTEXT[0], min_value=0, max_value=50)
+    context_right = serializers.IntegerField(default=DEFAULT_CONTEXT[1], min_value=0, max_value=50)
+
+    def create(self, validated_data) -> Job:
+        from retrieval.training import start_training_async
+
+        parameters = dict(validated_data)
+        collection = parameters.pop("collection")
+        with service_errors_on_fields():
+            return start_training_async(collection, self.context.get("user"), **parameters)
+
+
+@contextmanager
+def service_errors_on_fields():
+    """A service's InputError as a validation error under the field it names (forms show it
+    beside that field), or as a non-field error when it names none."""
+    try:
+        yield
+    except InputError as exc:
+        raise serializers.ValidationError({exc.field or "non_field_errors": [exc.message]}) from exc
+
+
+def request_defaults(serializer_class: type[serializers.Serializer]) -> dict:
+    """The values a request serializer fills in for omitted fields: what its form shows at first."""
+    return {name: field.default for name, field in serializer_class().fields.items() if field.default is not empty}
+
+
+def save_or_errors(serializer: serializers.Serializer):
+    """For HTML forms: (the created object, {}) or (None, the errors by field), whether the
+    serializer or the service refused."""
+    if not serializer.is_valid():
+        return None, serializer.errors
+    try:
+        return serializer.save(), {}
+    except serializers.ValidationError as exc:
+        return None, exc.detail

@@ -36,7 +36,7 @@ from django.db.models import Prefetch
 from django.utils.text import slugify
 
 from .dense import (
-    autocast_dtype, default_model, embed_batch, is_normalized, pick_device, read_model,
+    autocast_dtype, default_model, embed_batch, is_normalized, pick_device, read_model, registered_dense_retriever,
 )
 from .errors import InputError
 from .jobs import Progress, create_job, dispatch, execute, no_progress, throttled
@@ -251,6 +251,36 @@ def sweep_abandoned_work_folders() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
+def _no_training_pairs(collection: Collection, field: str) -> InputError:
+    return InputError(
+        f"no training pairs: collection {collection.name!r} needs queries in split 'train' with relevant "
+        "passages, at least two per book", field=field,
+    )
+
+
+def has_training_queries(collection: Collection) -> bool:
+    """Whether the collection has any query to train on: what a queued training would find out
+    only on its worker, after loading the model."""
+    return Query.objects.filter(collection=collection, split__in=TRAIN_SPLITS, qrels__relevance__gt=0).exists()
+
+
+def resolve_base_model(model: str) -> str | None:
+    """The model a training starts from, named as forms and the API name it: empty for the
+    default model; a registered dense retriever (name or id) to continue training it; anything
+    else is a model name or folder, which the worker loads (or names as missing)."""
+    if not model:
+        return None
+    retriever = registered_dense_retriever(model)
+    if retriever is None:
+        return model
+    if retriever.query_model_path:
+        raise InputError(
+            f"retriever {retriever.name!r} has separate query and passage encoders; a training starts both "
+            "from one model, so it cannot continue this one", field="base_model",
+        )
+    return retriever.model_path or None
+
+
 def check_training_parameters(*, name: str, batch_size: int, learning_rate: float, epochs: int, patience: int,
                               max_steps: int | None, context_left: int, context_right: int) -> None:
     """Refuse bad settings before a model is loaded or a job queued."""
@@ -301,10 +331,7 @@ def train_retriever(
     validation_batches = same_group_batches(validation_pairs or [], batch_size, random.Random(seed))
     steps_per_epoch = len(same_group_batches(pairs, batch_size, random.Random(seed)))
     if not steps_per_epoch:
-        raise InputError(
-            f"no training pairs: collection {collection.name!r} needs queries in split 'train' with relevant "
-            "passages, at least two per book", field="split",
-        )
+        raise _no_training_pairs(collection, "split")
 
     sweep_abandoned_work_folders()
     models_folder().mkdir(parents=True, exist_ok=True)
@@ -414,13 +441,22 @@ def _fit(encoders: _Encoders, pairs: Sequence[TrainingPair], validation_batches:
 
 def start_training_async(collection: Collection, user=None, *, pairs: Sequence[TrainingPair] | None = None,
                          validation_pairs: Sequence[TrainingPair] | None = None, **params) -> Job:
-    """Queue a training on the "gpu" queue; the Job records progress, result and any error."""
+    """Queue a training on the "gpu" queue; the Job records progress, result and any error. Bad
+    settings, a collection with no training query (when no pairs are given) and a name already
+    being trained are refused here, before anything is queued."""
     from . import tasks
 
     # train_retriever's signature is the one place the defaults live; check them before queueing.
     bound = inspect.signature(train_retriever).bind(collection, **params)
     bound.apply_defaults()
     check_training_parameters(**{key: bound.arguments[key] for key in inspect.signature(check_training_parameters).parameters})
+    if pairs is None and not has_training_queries(collection):
+        raise _no_training_pairs(collection, "collection")
+    queued = Job.objects.filter(kind="train", status__in=[Job.Status.PENDING, Job.Status.RUNNING],
+                                parameters__name=params["name"]).first()
+    if queued:  # both would train to the end, and the second then fail to register its name
+        raise InputError(f"a training of a retriever named {params['name']!r} is already queued (job {queued.pk})",
+                         field="name")
     with transaction.atomic():
         described = {"collection": collection.name, **params}
         if pairs is not None:

@@ -10,9 +10,11 @@ router = SimpleRouter()
 router.register("collections", api.CollectionViewSet, basename="collection")
 router.register("queries", api.QueryViewSet, basename="query")
 router.register("runs", api.RunViewSet, basename="run")
+router.register("retrievers", api.RetrieverViewSet, basename="retriever")
 router.register("jobs", api.JobViewSet, basename="job")
 
 urlpatterns = [
     path("api/", include(router.urls)),
     path("dashboard/", views.dashboard, name="dashboard"),
+    path("dashboard/train/", views.start_training, name="dashboard-train"),
 ]
