@@ -19,7 +19,8 @@ Decisions, in one place:
   reviews waiting for them and resolves their open flags (staff have acted).
 - Peer review samples ceil(peer_review_rate x counted judgments) of each annotator (topped up
   on later calls) and gives each to the least-loaded other eligible annotator, preferring one
-  who did not judge the item. Reviewers see the item and the answer, nothing else.
+  who did not judge the item, but never one who may still be asked to judge it (the queue then
+  never serves it to them either). Reviewers see the item and the answer, nothing else.
 - Adjudications are staff's final answers for disagreement items; staff may revise one at any
   time (the latest decision stands, with who made it and when), open or closed study alike,
   since adjudicating usually happens after annotation closes.
@@ -56,7 +57,7 @@ from ..models import (
 from ..selectors import answer_fields, counted_judgments, gold_judgments, shown_item
 from .labels import is_correct, study_schema, validate_answer, validate_expected
 from .qualification import qualification_state
-from .queue import AnnotationForbidden, annotator_refusal
+from .queue import AnnotationForbidden, annotator_refusal, items_still_to_judge
 
 # Fewer observations than this say too little about an annotator to flag them.
 MIN_FLAG_EVIDENCE = 3
@@ -361,14 +362,16 @@ def eligible_reviewers(study: Study) -> list:
 
 def sample_for_peer_review(study: Study, *, seed: int | None = None) -> dict:
     """Assign ceil(peer_review_rate x n) of each annotator's n counted judgments for review by
-    another annotator (never themselves, never someone who may not work on the study), topping
-    up what earlier calls sampled. Seeded: the same call on the same data assigns the same.
+    another annotator (never themselves, never someone who may not work on the study, never
+    someone who may still be asked to judge the item: seeing an answer first would bias theirs),
+    topping up what earlier calls sampled. Seeded: the same call on the same data assigns the same.
     Returns {"assigned": n, "unassigned": n (no eligible reviewer), "reviews": n}."""
     if study.peer_review_rate <= 0:
         raise InputError("the study's peer review rate is 0; set it first", field="peer_review_rate")
     rng = random.Random(f"{study.seed if seed is None else seed}:peer-review")
     reviewers = eligible_reviewers(study)
     rng.shuffle(reviewers)  # ties in load go to a seeded order, not to the oldest account
+    still_to_judge = {reviewer.pk: items_still_to_judge(study, reviewer) for reviewer in reviewers}
     load = Counter(
         PeerReview.objects.filter(judgment__item__study=study).values_list("reviewer_id", flat=True)
     )
@@ -385,7 +388,10 @@ def sample_for_peer_review(study: Study, *, seed: int | None = None) -> dict:
             fresh = [judgment for judgment in judgments if judgment.pk not in sampled]
             missing = wanted - (len(judgments) - len(fresh))
             for judgment in rng.sample(fresh, max(0, min(missing, len(fresh)))):
-                others = [reviewer for reviewer in reviewers if reviewer.pk != author_id]
+                others = [
+                    reviewer for reviewer in reviewers
+                    if reviewer.pk != author_id and judgment.item_id not in still_to_judge[reviewer.pk]
+                ]
                 if not others:
                     unassigned += 1
                     continue

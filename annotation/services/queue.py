@@ -10,7 +10,8 @@ Quality control shapes the queue: in a study with a qualification round an annot
 its qualification questions (answers go to their qualification attempt, not to judgments) until
 they pass; hidden gold items are ordinary items of the queue (role "gold", placed among the
 others when designated) and are claimed and shown exactly like work items; an annotator blocked
-from the study (StudyBlock) or everywhere (AnnotatorProfile.blocked) gets no work.
+from the study (StudyBlock) or everywhere (AnnotatorProfile.blocked) gets no work; an item whose
+answer an annotator was shown in a peer review is never served to them.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, OperationalError, transaction
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from retrieval.errors import InputError
@@ -31,6 +32,7 @@ from ..models import (
     Item,
     ItemCandidate,
     Judgment,
+    PeerReview,
     QualificationAnswer,
     Study,
     StudyBlock,
@@ -128,16 +130,9 @@ def _claim(study: Study, annotator) -> Assignment | None:
     )
     if current is not None:
         return current
-    needy = (
-        Item.objects.filter(study=study, role__in=(Item.Role.WORK, Item.Role.GOLD))
-        .exclude(judgments__annotator=annotator)
-        .exclude(pk__in=Assignment.objects.filter(annotator=annotator, state__in=LIVE_ASSIGNMENT_STATES).values("item"))
-        .annotate(live=Count("assignments", filter=Q(assignments__state__in=LIVE_ASSIGNMENT_STATES)))
-        .filter(live__lt=study.judgments_per_item)
-        .order_by("live", "position")
-        .values_list("pk", flat=True)[:CLAIM_CANDIDATES]
+    needy = list(
+        claimable_items(study, annotator).order_by("live", "position").values_list("pk", flat=True)[:CLAIM_CANDIDATES]
     )
-    needy = list(needy)
     for item_id in needy:
         item = Item.objects.select_for_update().get(pk=item_id)
         slot = free_slot(item, study.judgments_per_item)
@@ -148,6 +143,28 @@ def _claim(study: Study, annotator) -> Assignment | None:
     if needy:
         raise _QueueMoved
     return None
+
+
+def claimable_items(study: Study, annotator) -> QuerySet[Item]:
+    """The formal items (work and hidden gold) the queue may give `annotator` next, annotated with
+    their `live` claims: a slot free, not judged or held by them, and none whose answer they were
+    shown in a peer review (their own judgment would no longer be independent)."""
+    return (
+        Item.objects.filter(study=study, role__in=(Item.Role.WORK, Item.Role.GOLD))
+        .exclude(judgments__annotator=annotator)
+        .exclude(pk__in=Assignment.objects.filter(annotator=annotator, state__in=LIVE_ASSIGNMENT_STATES).values("item"))
+        .exclude(pk__in=PeerReview.objects.filter(reviewer=annotator).values("judgment__item"))
+        .annotate(live=Count("assignments", filter=Q(assignments__state__in=LIVE_ASSIGNMENT_STATES)))
+        .filter(live__lt=study.judgments_per_item)
+    )
+
+
+def items_still_to_judge(study: Study, annotator) -> set[int]:
+    """Ids of the formal items `annotator` may still be asked to judge: those the queue may give
+    them and the one they hold a claim on. Showing them another's answer to one of these (peer
+    review) would bias the judgment they have yet to give."""
+    held = Assignment.objects.filter(item__study=study, annotator=annotator, state=Assignment.State.ACTIVE)
+    return {*claimable_items(study, annotator).values_list("pk", flat=True), *held.values_list("item_id", flat=True)}
 
 
 def next_work(study: Study, annotator) -> dict:
@@ -240,11 +257,14 @@ def submit_judgment(
                 return Submission(stored, created=False)
             if study.status != Study.Status.OPEN:
                 raise SubmissionRejected("this study is closed", conflict=True)
+            # The claim first: an item the annotator does not hold says nothing about its answer's
+            # shape (how many candidates, how long its texts are). A claim revived here is rolled
+            # back with the rest when the answer is then rejected.
+            assignment = _submittable_assignment(item, annotator)
             answer = _resolve_answer(
                 item, candidate=candidate, position=position, label=label, spans=spans, rubric=rubric,
                 rationale=rationale, selections=selections,
             )
-            assignment = _submittable_assignment(item, annotator)
             now = timezone.now()
             judgment = Judgment.objects.create(
                 item=item, annotator=annotator, assignment=assignment, **answer.judgment_fields(),

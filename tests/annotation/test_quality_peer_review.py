@@ -5,8 +5,9 @@ import json
 import math
 
 import pytest
+from django.utils import timezone
 
-from annotation.models import Judgment, PeerReview
+from annotation.models import Assignment, Judgment, PeerReview
 from annotation.services import AnnotationForbidden
 from annotation.services.quality import (
     block_annotator,
@@ -28,8 +29,11 @@ def reviewed_study(names=("ann", "ben", "cat"), items=10, rate=0.2):
     study.save()
     people = [make_annotator(name) for name in names]
     for item in study.items.all():
-        for person in people:
+        for slot, person in enumerate(people):
             add_judgment(item, person, position=item.candidates.get(is_gold=True).position)
+            # Each judgment holds one of the item's slots, as submitted and imported ones do.
+            Assignment.objects.create(item=item, annotator=person, slot=slot, state=Assignment.State.SUBMITTED,
+                                      expires_at=timezone.now())
     return study, people
 
 

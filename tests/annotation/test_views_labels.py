@@ -339,7 +339,8 @@ def test_staff_see_every_answer_of_a_disagreement_and_decide_it(client):
 
 
 def test_a_reviewer_sees_the_item_and_the_answer_but_not_whose_and_passes_it(client):
-    study = make_plot_relevance_study(label_schema={"spans": "passage", "rationale": "optional"})
+    # One item, which both judge: a reviewer never sees an answer to an item they may still judge.
+    study = make_plot_relevance_study(label_schema={"spans": "passage", "rationale": "optional"}, depth=1, n_queries=1)
     Study.objects.filter(pk=study.pk).update(peer_review_rate=1.0)
     author, reviewer = make_annotator("author"), make_annotator("reviewer")
     judged = judge(study, author, label=1, spans=[{"target": "passage", "start": 0, "end": 3}], rationale="Clear.")
