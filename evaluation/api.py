@@ -1,18 +1,17 @@
 """REST endpoints for study reports and qrels exports (staff only)."""
-import json
-
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAdminUser
-from rest_framework.renderers import BaseRenderer, JSONRenderer
+from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
 from evaluation.qrels import AGGREGATES, relevance_qrels
 from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
+from retrieval.api import PlainTextRenderer
 from retrieval.errors import InputError
 
 
@@ -46,17 +45,6 @@ class StudyReportAPI(APIView):
             return Response(cached_study_report(study, runs))
         except InputError as exc:
             raise _bad_request(exc) from exc
-
-
-class PlainTextRenderer(BaseRenderer):
-    """Text as it is; anything else (an error's details) as JSON text."""
-
-    media_type = "text/plain"
-    format = "txt"
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return (data if isinstance(data, str) else json.dumps(data)).encode(self.charset)
 
 
 class StudyQrelsAPI(APIView):

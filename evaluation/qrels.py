@@ -25,6 +25,7 @@ from annotation.models import Study
 from evaluation import label_agreement as stats
 from evaluation.label_report import label_data
 from retrieval.errors import InputError
+from retrieval.files import write_atomically
 from retrieval.models import Passage, PoolEntry, Query
 from retrieval.scoring import query_text
 
@@ -109,22 +110,9 @@ def relevance_qrels(study: Study, aggregate: str = "majority") -> QrelsExport:
     return QrelsExport(study, aggregate, qrels, unjudged)
 
 
-def _write_atomically(path: Path, write) -> None:
-    """Write through a temporary sibling and rename it into place: a failure leaves nothing."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    handle, temporary = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    try:
-        with os.fdopen(handle, "w", encoding="utf-8") as file:
-            write(file)
-        os.replace(temporary, path)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
-
-
 def write_qrels_file(export: QrelsExport, path: str | Path) -> Path:
     path = Path(path)
-    _write_atomically(path, lambda file: file.writelines(line + "\n" for line in export.lines()))
+    write_atomically(path, lambda file: file.writelines(line + "\n" for line in export.lines()))
     return path
 
 

@@ -31,6 +31,7 @@ from evaluation.selectors import (
     shown_items,
 )
 from retrieval.errors import InputError
+from retrieval.metrics import get_run
 from retrieval.models import Run
 
 NOT_COMPARABLE_REASON = "supplied the negatives shown to annotators"
@@ -53,9 +54,7 @@ def resolve_model_runs(study: Study, run_ids: Iterable[int | str]) -> list[Run]:
             raise InputError(f"run id {raw_id!r} is not a number", field="model_run") from None
     runs = []
     for run_id in sorted(ids):
-        run = Run.objects.select_related("retriever").filter(pk=run_id).first()
-        if run is None:
-            raise InputError(f"no run with id {run_id}", field="model_run")
+        run = get_run(run_id, field="model_run")
         if run.collection_id != study.collection_id:
             raise InputError(
                 f"run {run.pk} ranks collection {run.collection_id}, but study {study.pk} uses collection "
@@ -69,14 +68,6 @@ def resolve_model_runs(study: Study, run_ids: Iterable[int | str]) -> list[Run]:
 def _require_proxy(study: Study) -> None:
     if study.kind != Study.Kind.PROXY:
         raise InputError(f"study {study.pk} is a {study.kind} study; this report covers proxy studies", field="study")
-
-
-def get_study(study_id: int) -> Study:
-    """The study to report on, or a clear error naming what is wrong."""
-    study = Study.objects.filter(pk=study_id).first()
-    if study is None:
-        raise InputError(f"no study with id {study_id}", field="study")
-    return study
 
 
 def _interval(interval: agreement.Interval | None) -> dict | None:

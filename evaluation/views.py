@@ -1,24 +1,19 @@
 """Staff pages for evaluation. Thin: the report comes from evaluation.services, the tables from
 evaluation.formatting and the chart from evaluation.charts."""
-from django.contrib.auth.mixins import UserPassesTestMixin
 from django.shortcuts import get_object_or_404, render
+from django.utils.decorators import method_decorator
 from django.views import View
 
 from annotation.models import Study
 from evaluation import charts, formatting
 from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
+from retrieval.access import staff_required
 from retrieval.errors import InputError
 from retrieval.models import Run
 
 
-class StaffRequiredMixin(UserPassesTestMixin):
-    """Staff only: anonymous visitors go to the login page, signed-in non-staff get 403."""
-
-    def test_func(self):
-        return self.request.user.is_active and self.request.user.is_staff
-
-
-class StudyReportPage(StaffRequiredMixin, View):
+@method_decorator(staff_required, name="dispatch")
+class StudyReportPage(View):
     """The report of the study's kind: proxy studies and label studies have their own template."""
 
     def get(self, request, study_id):

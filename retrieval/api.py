@@ -3,6 +3,8 @@ file), retrievers (train one), jobs (poll progress; cancel) and qrels export. St
 the gold answer, and runs reveal which model proposed which candidate."""
 from __future__ import annotations
 
+import json
+
 from django.http import StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
@@ -29,14 +31,17 @@ from retrieval.serializers import (
 
 
 class PlainTextRenderer(BaseRenderer):
-    """Lets clients that ask for text/plain (TREC files) pass content negotiation."""
+    """Lets clients that ask for text/plain (TREC runs and qrels) pass content negotiation: text
+    as it is; anything else (an error's details) as JSON text."""
 
     media_type = "text/plain"
     format = "txt"
     charset = "utf-8"
 
     def render(self, data, accepted_media_type=None, renderer_context=None):
-        return data if isinstance(data, (str, bytes)) else str(data)
+        if isinstance(data, bytes):
+            return data
+        return (data if isinstance(data, str) else json.dumps(data)).encode(self.charset)
 
 
 def text_download(lines, filename: str) -> StreamingHttpResponse:

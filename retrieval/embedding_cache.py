@@ -13,8 +13,6 @@ workers never see half a file; many small segments are merged when a shard is lo
 from __future__ import annotations
 
 import hashlib
-import os
-import tempfile
 import time
 import uuid
 from collections import OrderedDict
@@ -23,6 +21,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .files import write_atomically
 from .models import Passage
 
 DIGEST_BYTES = 16
@@ -104,27 +103,18 @@ class EmbeddingCache:
 
     def _merge(self, folder: Path, entries: Entries, segments: list[Path]) -> None:
         keys = list(entries)
-        _write_atomically(folder, keys, np.stack([entries[key] for key in keys]))
+        _write_segment_file(folder, keys, np.stack([entries[key] for key in keys]))
         for segment in segments:
             segment.unlink(missing_ok=True)
 
     def _write_segment(self, shard_key: ShardKey, keys: list[tuple[int, bytes]], vectors: np.ndarray) -> None:
-        _write_atomically(self._shard_folder(shard_key), keys, vectors)
+        _write_segment_file(self._shard_folder(shard_key), keys, vectors)
 
 
-def _write_atomically(folder: Path, keys: list[tuple[int, bytes]], vectors: np.ndarray) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
+def _write_segment_file(folder: Path, keys: list[tuple[int, bytes]], vectors: np.ndarray) -> None:
     ids = np.array([pk for pk, _ in keys], dtype=np.int64)
     digests = np.frombuffer(b"".join(digest for _, digest in keys), dtype=np.uint8).reshape(len(keys), DIGEST_BYTES)
+    vectors = np.asarray(vectors, dtype=np.float32)
     # Time-ordered names keep `ls` readable; the random part keeps concurrent writers apart.
     final = folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.npz"
-    handle, temporary = tempfile.mkstemp(dir=folder, prefix=".", suffix=".tmp")
-    try:
-        with os.fdopen(handle, "wb") as stream:
-            np.savez(stream, ids=ids, digests=digests, vectors=np.asarray(vectors, dtype=np.float32))
-            stream.flush()
-            os.fsync(stream.fileno())
-        os.replace(temporary, final)
-    except BaseException:
-        Path(temporary).unlink(missing_ok=True)
-        raise
+    write_atomically(final, lambda stream: np.savez(stream, ids=ids, digests=digests, vectors=vectors), binary=True)

@@ -1,9 +1,12 @@
-"""Shared test set-up: offline model loading, the real-data folder, and the CI rule that data
-and browser tests fail (not skip) when what they need is missing."""
+"""Shared test set-up: offline model loading, the real-data folder, the CI rule that data and
+browser tests fail (not skip) when what they need is missing, and fixtures several suites use
+(a per-test data folder, a signed-in staff client)."""
 import os
 from pathlib import Path
 
 import pytest
+
+from tests.factories import make_user
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
@@ -35,3 +38,17 @@ def shared_data() -> Path:
 def fast_password_hashing(settings):
     """Real hashing costs ~0.3 s per user; tests create many users and test no crypto."""
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def data_dir(settings, tmp_path) -> Path:
+    """MARGINALIA_DATA_DIR (models, embedding caches, work folders) in this test's own folder."""
+    settings.MARGINALIA_DATA_DIR = tmp_path
+    return tmp_path
+
+
+@pytest.fixture
+def staff_client(client, db):
+    """The test client, signed in as a staff member (the staff pages' everyday visitor)."""
+    client.force_login(make_user("curator", staff=True))
+    return client

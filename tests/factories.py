@@ -8,6 +8,7 @@ import json
 
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
+from rest_framework.test import APIClient
 
 from annotation.models import AnnotatorProfile, Item, ItemCandidate, Judgment, Study
 from retrieval.models import Collection, Document, Hit, Passage, PoolEntry, Qrel, Query, Retriever, Run, Sentence
@@ -19,6 +20,14 @@ def make_user(username: str | None = None, *, staff: bool = False, password: str
     """An active user; `staff=True` gives the staff flag (not superuser)."""
     username = username or f"user{next(_sequence)}"
     return get_user_model().objects.create_user(username=username, password=password, is_staff=staff)
+
+
+def api_client(user=None) -> APIClient:
+    """A REST client, authenticated as `user` when one is given (anonymous otherwise)."""
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
 
 
 def make_collection(name: str | None = None, kind: str = Collection.Kind.BEIR) -> Collection:
@@ -111,6 +120,20 @@ def call_json_command(name: str, *args) -> dict:
     out = io.StringIO()
     call_command(name, *map(str, args), "--json", stdout=out)
     return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def export_study(study: Study) -> list[dict]:
+    """The rows the export_study command prints for the study."""
+    out = io.StringIO()
+    call_command("export_study", str(study.pk), stdout=out)
+    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
+
+
+def write_jsonl(path, rows):
+    """A JSON-lines file of `rows`; a row that is already a string is written as it is (to test
+    broken lines)."""
+    path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
+    return path
 
 
 def relic_book(sentences: list[str], quotes: dict[str, list], candidates: dict[str, list[int]] | None = None) -> dict:

@@ -1,6 +1,6 @@
 """The annotation app's rules, one import away for views, the API, commands and tasks:
 
-- `create_proxy_study(...)` -> StudyCreation (studies.py)
+- `create_proxy_study(...)` -> StudyCreation, `get_study(study_id)` (studies.py)
 - `claim_next_item(study, annotator)` -> Assignment | None, `next_work(study, annotator)` -> the
   annotator-facing payload, `submit_judgment(...)` -> Submission, `void_judgment(...)` (queue.py)
 - `create_relevance_study(...)`, `create_quotability_study(...)` -> StudyCreation, `qrel_label(item)`
@@ -33,12 +33,12 @@ from .queue import (
     submit_judgment,
     void_judgment,
 )
-from .studies import SkippedQuery, StudyCreation, create_proxy_study
+from .studies import SkippedQuery, StudyCreation, create_proxy_study, get_study
 
 __all__ = [
     "Answer", "AnnotationForbidden", "ImportResult", "SkippedQuery", "StudyCreation", "Submission", "SubmissionRejected",
     "annotator_refusal", "claim_next_item", "clamp_seconds", "create_proxy_study", "expire_stale_claims",
-    "import_judgments", "next_work", "submit_judgment", "void_judgment",
+    "get_study", "import_judgments", "next_work", "submit_judgment", "void_judgment",
     "create_quotability_study", "create_relevance_study", "default_schema", "is_correct", "qrel_label",
     "validate_answer", "validate_expected", "validate_schema",
 ]

@@ -31,7 +31,7 @@ from retrieval.errors import InputError
 
 from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study
 from .labels import Answer, validate_answer
-from .queue import MAX_REPORTED_SECONDS
+from .queue import clamp_seconds
 
 # The keys of a row that make up a label study's answer (validate_answer's arguments).
 LABEL_KEYS = ("label", "spans", "rubric", "rationale", "selections")
@@ -138,11 +138,13 @@ def _check_username(name: str, bad) -> None:
 
 
 def _seconds(value, bad) -> float | None:
+    """A file's seconds must be a number (the web form's broken timer is forgiven, a file's is
+    not); it is then capped as the web's are."""
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise bad("must be a number of seconds, 0 or more", "seconds")
-    return min(float(value), MAX_REPORTED_SECONDS)
+    return clamp_seconds(value)
 
 
 def _answer_parts(proxy: bool, data: dict, candidates: dict[str, ItemCandidate]) -> dict:

@@ -25,10 +25,8 @@ from __future__ import annotations
 import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 
 from retrieval.errors import InputError
 from retrieval.jobs import Progress, no_progress
@@ -36,7 +34,10 @@ from retrieval.models import Collection, Hit, Passage, PoolEntry, Qrel, Query, R
 
 from ..models import Item, ItemCandidate, Study
 from .labels import study_schema, validate_schema
-from .studies import MIN_CANDIDATES, SkippedQuery, StudyCreation, validate_common_settings, validate_run
+from .studies import (
+    MIN_CANDIDATES, PlannedItem, SkippedQuery, StudyCreation, no_item_error, store_study, validate_common_settings,
+    validate_run,
+)
 
 MAX_DEPTH = 1000
 MAX_ITEMS = 20_000
@@ -44,32 +45,6 @@ MAX_ITEMS = 20_000
 MAX_MULTI_SELECT_CANDIDATES = 50
 QUOTABILITY_SELECTIONS = ("top_non_gold", "top_k")
 MULTI_SELECT_SOURCES = ("document", "pool")
-
-
-@dataclass
-class _PlannedItem:
-    query: Query
-    passages: list[Passage]  # in display order
-    sources: list[dict] = field(default_factory=list)  # staff provenance of a one-passage item
-    best_run: Run | None = None
-    best_rank: int | None = None
-
-
-@dataclass(frozen=True)
-class _CommonSettings:
-    """What every label study stores besides its items."""
-
-    name: str
-    collection: Collection
-    label_schema: dict
-    judgments_per_item: int
-    seed: int
-    context_left: int
-    context_right: int
-    guidelines: str
-    annotators: list
-    claim_minutes: int
-    created_by: AbstractBaseUser | None
 
 
 def create_relevance_study(
@@ -102,10 +77,10 @@ def create_relevance_study(
         raise InputError(
             "a relevance item shows one passage; multi-select is for quotability", field="label_schema.multi_select"
         )
-    settings = _common_settings(
+    fields = _study_fields(
         name=name, collection=collection, label_schema=schema, judgments_per_item=judgments_per_item, seed=seed,
-        context_left=context_left, context_right=context_right, guidelines=guidelines, annotators=annotators,
-        claim_minutes=claim_minutes, created_by=created_by,
+        context_left=context_left, context_right=context_right, guidelines=guidelines, claim_minutes=claim_minutes,
+        created_by=created_by,
     )
     if not runs and not use_pools:
         raise InputError("give at least one run, or use the queries' pools", field="runs")
@@ -118,17 +93,16 @@ def create_relevance_study(
     pools = _pools(candidates) if use_pools else {}
 
     def plan(query: Query):
-        found: dict[int, _PlannedItem] = {}
+        found: dict[int, PlannedItem] = {}
         for run in runs:
             for hit in ranked.get((run.pk, query.pk), []):
-                entry = found.setdefault(
-                    hit.passage_id, _PlannedItem(query, [hit.passage], best_run=run, best_rank=hit.rank)
-                )
+                entry = found.setdefault(hit.passage_id, _one_passage_item(query, hit.passage, run, hit.rank))
                 entry.sources.append({"run": run.pk, "rank": hit.rank})
-                if hit.rank < entry.best_rank:
-                    entry.best_run, entry.best_rank = run, hit.rank
+                best = entry.candidates[0]
+                if hit.rank < best.source_rank:
+                    best.source_run, best.source_rank = run, hit.rank
         for position, passage in pools.get(query.pk, []):
-            entry = found.setdefault(passage.pk, _PlannedItem(query, [passage]))
+            entry = found.setdefault(passage.pk, _one_passage_item(query, passage))
             entry.sources.append({"pool": position})
         if not found:
             return [], "no passage in the runs' top hits" + (" nor in its pool" if use_pools else "")
@@ -142,7 +116,7 @@ def create_relevance_study(
         "queries": list(queries) if queries is not None else None,
         "n_queries": n_queries,
     }
-    return _create(Study.Kind.RELEVANCE, settings, planned, skipped, parameters, progress)
+    return _create(Study.Kind.RELEVANCE, fields, annotators, planned, skipped, parameters, progress)
 
 
 def create_quotability_study(
@@ -171,10 +145,10 @@ def create_quotability_study(
     paragraph of its source (`candidates_from` "document" or "pool"). Default 5 judgments per
     item and the paper's yes/no question; one transaction; InputError names the field."""
     schema = validate_schema(label_schema, kind=Study.Kind.QUOTABILITY)
-    settings = _common_settings(
+    fields = _study_fields(
         name=name, collection=collection, label_schema=schema, judgments_per_item=judgments_per_item, seed=seed,
-        context_left=context_left, context_right=context_right, guidelines=guidelines, annotators=annotators,
-        claim_minutes=claim_minutes, created_by=created_by,
+        context_left=context_left, context_right=context_right, guidelines=guidelines, claim_minutes=claim_minutes,
+        created_by=created_by,
     )
     candidates = _selected_queries(collection, queries, n_queries)
     random.Random(seed).shuffle(candidates)
@@ -201,7 +175,7 @@ def create_quotability_study(
         parameters = {"runs": [run.pk], "selection": selection, "depth": depth if selection == "top_k" else 1}
     planned, skipped = _plan_queries(candidates, plan, n_queries, progress)
     parameters |= {"queries": list(queries) if queries is not None else None, "n_queries": n_queries}
-    return _create(Study.Kind.QUOTABILITY, settings, planned, skipped, parameters, progress)
+    return _create(Study.Kind.QUOTABILITY, fields, annotators, planned, skipped, parameters, progress)
 
 
 def qrel_label(item: Item):
@@ -235,17 +209,24 @@ def qrel_label(item: Item):
 # --- planning ------------------------------------------------------------------------------------
 
 
-def _common_settings(*, name, collection, label_schema, judgments_per_item, seed, context_left, context_right,
-                     guidelines, annotators, claim_minutes, created_by) -> _CommonSettings:
+def _study_fields(*, name, collection, label_schema, judgments_per_item, seed, context_left, context_right,
+                  guidelines, claim_minutes, created_by) -> dict:
+    """The Study fields every label study sets, validated."""
     validate_common_settings(
         name=name, judgments_per_item=judgments_per_item, context_left=context_left, context_right=context_right,
         claim_minutes=claim_minutes,
     )
-    return _CommonSettings(
-        name=name, collection=collection, label_schema=label_schema, judgments_per_item=judgments_per_item, seed=seed,
-        context_left=context_left, context_right=context_right, guidelines=guidelines, annotators=list(annotators),
-        claim_minutes=claim_minutes, created_by=created_by,
-    )
+    return {
+        "name": name, "collection": collection, "label_schema": label_schema, "judgments_per_item": judgments_per_item,
+        "seed": seed, "context_left": context_left, "context_right": context_right, "guidelines": guidelines,
+        "claim_minutes": claim_minutes, "created_by": created_by,
+    }
+
+
+def _one_passage_item(query: Query, passage: Passage, run: Run | None = None, rank: int | None = None,
+                      sources: list[dict] | None = None) -> PlannedItem:
+    """An item showing one passage, with the run and rank that found it (staff provenance)."""
+    return PlannedItem(query, [ItemCandidate(passage=passage, source_run=run, source_rank=rank)], sources or [])
 
 
 def _distinct_runs(runs: Sequence[Run]) -> list[Run]:
@@ -280,7 +261,7 @@ def _selected_queries(collection: Collection, external_ids: Sequence[str] | None
 def _plan_queries(queries: list[Query], plan, n_queries: int | None, progress: Progress):
     """Visit the queries in their (seeded) order until `n_queries` of them give items; a query
     that gives none is skipped and reported."""
-    planned: list[_PlannedItem] = []
+    planned: list[PlannedItem] = []
     skipped: list[SkippedQuery] = []
     used = 0
     target = n_queries or len(queries)
@@ -297,8 +278,7 @@ def _plan_queries(queries: list[Query], plan, n_queries: int | None, progress: P
         if len(planned) > MAX_ITEMS:
             raise InputError(f"more than {MAX_ITEMS} items; choose fewer queries or a smaller depth", field="depth")
     if not planned:
-        detail = f"; e.g. query {skipped[0].query}: {skipped[0].reason}" if skipped else ""
-        raise InputError(f"no query can be made into an item{detail}", field="queries")
+        raise no_item_error("no query", skipped, field="queries")
     return planned, skipped
 
 
@@ -354,7 +334,8 @@ def _run_paragraphs_planner(run: Run, selection: str, depth: int, queries: Seque
             if hits[0].passage_id in gold_ids:
                 return [], f"run {run.pk}'s top paragraph is the gold"
         return [
-            _PlannedItem(query, [hit.passage], [{"run": run.pk, "rank": hit.rank}], run, hit.rank) for hit in hits
+            _one_passage_item(query, hit.passage, run, hit.rank, sources=[{"run": run.pk, "rank": hit.rank}])
+            for hit in hits
         ], ""
 
     return plan
@@ -377,7 +358,7 @@ def _source_paragraphs_planner(candidates_from: str, queries: Sequence[Query], s
                 f"its source has {len(passages)} paragraphs; the pilot shows "
                 f"{MIN_CANDIDATES} to {MAX_MULTI_SELECT_CANDIDATES}"
             )
-        return [_PlannedItem(query, passages)], ""
+        return [PlannedItem(query, [ItemCandidate(passage=passage) for passage in passages])], ""
 
     return plan
 
@@ -398,35 +379,11 @@ def _document_paragraphs(query: Query, golds: list[Passage]) -> list[Passage] | 
 # --- storing -------------------------------------------------------------------------------------
 
 
-def _create(kind: str, settings: _CommonSettings, planned: list[_PlannedItem], skipped: list[SkippedQuery],
-            parameters: dict, progress: Progress) -> StudyCreation:
+def _create(kind: str, fields: dict, annotators: Iterable[AbstractBaseUser], planned: list[PlannedItem],
+            skipped: list[SkippedQuery], parameters: dict, progress: Progress) -> StudyCreation:
     """The study and its items, shown in a seeded random order, in one transaction."""
-    random.Random(f"{settings.seed}:items").shuffle(planned)
-    with transaction.atomic():
-        study = Study.objects.create(
-            name=settings.name, kind=kind, collection=settings.collection, seed=settings.seed,
-            candidates_per_item=max(len(entry.passages) for entry in planned),
-            judgments_per_item=settings.judgments_per_item, context_left=settings.context_left,
-            context_right=settings.context_right, guidelines=settings.guidelines, label_schema=settings.label_schema,
-            claim_minutes=settings.claim_minutes, created_by=settings.created_by,
-            parameters={**parameters, "skipped": [{"query": s.query, "reason": s.reason} for s in skipped]},
-        )
-        study.annotators.set(settings.annotators)
-        items = Item.objects.bulk_create(
-            [Item(study=study, query=entry.query, position=position) for position, entry in enumerate(planned)]
-        )
-        ItemCandidate.objects.bulk_create(
-            [
-                ItemCandidate(
-                    item=item, passage=passage, position=position, source_run=entry.best_run,
-                    source_rank=entry.best_rank,
-                )
-                for item, entry in zip(items, planned)
-                for position, passage in enumerate(entry.passages)
-            ]
-        )
-        if any(entry.sources for entry in planned):
-            study.parameters["sources"] = {str(item.pk): entry.sources for item, entry in zip(items, planned)}
-            study.save(update_fields=["parameters"])
-    progress(1.0, f"{len(planned)} items")
-    return StudyCreation(study=study, items=len(planned), skipped=skipped)
+    random.Random(f"{fields['seed']}:items").shuffle(planned)
+    return store_study(
+        planned, skipped, annotators=annotators, parameters=parameters, progress=progress, kind=kind,
+        candidates_per_item=max(len(entry.candidates) for entry in planned), **fields,
+    )

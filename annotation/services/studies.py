@@ -15,13 +15,17 @@ ignored. Everything random (which queries, their order, each item's candidate or
 the study's seed, so the same request on the same data builds the same study. Gold positions are
 counterbalanced: each display position holds the gold in as many items as the others (within
 one), in a seeded random order; the negatives are shuffled around the gold per item.
+
+What every kind of study shares lives here too: the common settings' validation, `store_study`
+(the study, its items and their candidates in one transaction) and `get_study`; label_studies.py
+plans the relevance and quotability items and stores them the same way.
 """
 from __future__ import annotations
 
 import random
 import re
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
@@ -60,15 +64,27 @@ class StudyCreation:
             "study_id": self.study.pk,
             "items": self.items,
             "skipped": len(self.skipped),
-            "skipped_queries": [{"query": s.query, "reason": s.reason} for s in self.skipped],
+            "skipped_queries": [asdict(skip) for skip in self.skipped],
         }
 
 
-@dataclass(frozen=True)
-class _PlannedCandidate:
-    passage: Passage
-    is_gold: bool
-    source_rank: int | None
+@dataclass
+class PlannedItem:
+    """An item before it is stored: its query, its candidates in display order (unsaved;
+    `store_study` sets their item and position) and, for label items, every source that found
+    the passage (staff provenance)."""
+
+    query: Query
+    candidates: list[ItemCandidate]
+    sources: list[dict] = field(default_factory=list)
+
+
+def get_study(study_id: int, field: str = "study_id") -> Study:
+    """The study a command or report names by id, or an InputError naming the field."""
+    study = Study.objects.filter(pk=study_id).select_related("collection").first()
+    if study is None:
+        raise InputError(f"no study with id {study_id}", field=field)
+    return study
 
 
 def create_proxy_study(
@@ -106,7 +122,7 @@ def create_proxy_study(
     queries = _eligible_queries(collection, single_sentence=single_sentence, book=book)
     random.Random(seed).shuffle(queries)
 
-    planned: list[tuple[Query, list[_PlannedCandidate]]] = []
+    planned: list[PlannedItem] = []
     skipped: list[SkippedQuery] = []
     for query in queries:
         if len(planned) == items:
@@ -115,32 +131,49 @@ def create_proxy_study(
         if chosen is None:
             skipped.append(SkippedQuery(query.external_id, reason))
         else:
-            planned.append((query, chosen))
+            planned.append(PlannedItem(query, chosen))
         progress(len(planned) / items, f"{len(planned)} of {items} items planned")
     if not planned:
-        detail = f"; e.g. query {skipped[0].query}: {skipped[0].reason}" if skipped else ""
-        raise InputError(f"no query of collection '{collection.name}' can be made into an item{detail}", field="items")
-    planned = [
-        (query, _display_order(chosen, gold_position, seed, query))
-        for (query, chosen), gold_position in zip(planned, _gold_positions(len(planned), candidates, seed))
-    ]
+        raise no_item_error(f"no query of collection '{collection.name}'", skipped, field="items")
+    for entry, gold_position in zip(planned, _gold_positions(len(planned), candidates, seed)):
+        entry.candidates = _display_order(entry.candidates, gold_position, seed, entry.query)
+    parameters = {
+        "requested_items": items, "single_sentence": single_sentence, "book": book.external_id if book else None,
+    }
+    return store_study(
+        planned, skipped, annotators=annotators, parameters=parameters, progress=progress,
+        name=name, kind=Study.Kind.PROXY, collection=collection, negatives_run=negatives_run, seed=seed,
+        candidates_per_item=candidates, judgments_per_item=judgments_per_item, context_left=context_left,
+        context_right=context_right, guidelines=guidelines, claim_minutes=claim_minutes, created_by=created_by,
+    )
 
+
+def store_study(planned: Sequence[PlannedItem], skipped: list[SkippedQuery], *, annotators: Iterable[AbstractBaseUser],
+                parameters: dict, progress: Progress, **fields) -> StudyCreation:
+    """The study (`fields` are Study fields; `parameters` get the skipped queries), its items in
+    the planned order and each item's candidates, in one transaction. Candidates are inserted in
+    DISPLAY order, so primary keys follow what annotators see and never single out the gold."""
     with transaction.atomic():
-        study = Study.objects.create(
-            name=name, kind=Study.Kind.PROXY, collection=collection, negatives_run=negatives_run, seed=seed,
-            candidates_per_item=candidates, judgments_per_item=judgments_per_item, context_left=context_left,
-            context_right=context_right, guidelines=guidelines, claim_minutes=claim_minutes, created_by=created_by,
-            parameters={
-                "requested_items": items,
-                "single_sentence": single_sentence,
-                "book": book.external_id if book else None,
-                "skipped": [{"query": s.query, "reason": s.reason} for s in skipped],
-            },
-        )
+        study = Study.objects.create(**fields, parameters={**parameters, "skipped": [asdict(skip) for skip in skipped]})
         study.annotators.set(annotators)
-        _store_items(study, planned, negatives_run)
+        items = Item.objects.bulk_create(
+            [Item(study=study, query=entry.query, position=position) for position, entry in enumerate(planned)]
+        )
+        for item, entry in zip(items, planned):
+            for position, candidate in enumerate(entry.candidates):
+                candidate.item, candidate.position = item, position
+        ItemCandidate.objects.bulk_create([candidate for entry in planned for candidate in entry.candidates])
+        if any(entry.sources for entry in planned):
+            study.parameters["sources"] = {str(item.pk): entry.sources for item, entry in zip(items, planned)}
+            study.save(update_fields=["parameters"])
     progress(1.0, f"{len(planned)} items")
     return StudyCreation(study=study, items=len(planned), skipped=skipped)
+
+
+def no_item_error(which: str, skipped: list[SkippedQuery], field: str) -> InputError:
+    """Nothing to store: `which` queries gave no item; the first skipped one says why."""
+    detail = f"; e.g. query {skipped[0].query}: {skipped[0].reason}" if skipped else ""
+    return InputError(f"{which} can be made into an item{detail}", field=field)
 
 
 def _validate_settings(*, name, collection, negatives_run, items, candidates, judgments_per_item,
@@ -208,7 +241,7 @@ def _plan_candidates(query: Query, run: Run, k: int, context_left: int, context_
     # The context as shown, sentence by sentence (RELiC) or the query text as one unit (BEIR).
     context = _TextUnits(shown_context(query, context_left, context_right))
     gold_sentences = _TextUnits(_sentences(gold.text))
-    chosen = [_PlannedCandidate(gold, True, None)]
+    chosen = [ItemCandidate(passage=gold, is_gold=True)]
     chosen_texts = {_normalise(gold.text)}
     hits = Hit.objects.filter(run=run, query=query).select_related("passage").order_by("rank")
     for hit in hits.iterator(chunk_size=200):
@@ -221,7 +254,7 @@ def _plan_candidates(query: Query, run: Run, k: int, context_left: int, context_
             or context.repeated_in(passage.text)
         ):
             continue
-        chosen.append(_PlannedCandidate(passage, False, hit.rank))
+        chosen.append(ItemCandidate(passage=passage, source_run=run, source_rank=hit.rank))
         chosen_texts.add(text)
         if len(chosen) == k:
             return chosen, ""
@@ -238,31 +271,13 @@ def _gold_positions(n_items: int, k: int, seed: int) -> list[int]:
 
 
 def _display_order(
-    chosen: list[_PlannedCandidate], gold_position: int, seed: int, query: Query
-) -> list[_PlannedCandidate]:
+    chosen: list[ItemCandidate], gold_position: int, seed: int, query: Query
+) -> list[ItemCandidate]:
     """The gold at its position, the negatives around it in an order shuffled once per item
     (seeded by the study seed and the query)."""
     gold, negatives = chosen[0], list(chosen[1:])
     random.Random(f"{seed}:{query.external_id}").shuffle(negatives)
     return [*negatives[:gold_position], gold, *negatives[gold_position:]]
-
-
-def _store_items(study: Study, planned: Sequence[tuple[Query, list[_PlannedCandidate]]], run: Run) -> None:
-    """Items in their seeded order; each item's candidates inserted in DISPLAY order, so primary
-    keys follow what annotators see and never single out the gold."""
-    items = Item.objects.bulk_create(
-        [Item(study=study, query=query, position=position) for position, (query, _) in enumerate(planned)]
-    )
-    ItemCandidate.objects.bulk_create(
-        [
-            ItemCandidate(
-                item=item, passage=candidate.passage, position=position, is_gold=candidate.is_gold,
-                source_run=None if candidate.is_gold else run, source_rank=candidate.source_rank,
-            )
-            for item, (_, order) in zip(items, planned)
-            for position, candidate in enumerate(order)
-        ]
-    )
 
 
 def _overlaps(passage: Passage, gold: Passage, gold_sentences: _TextUnits) -> bool:

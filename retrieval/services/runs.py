@@ -25,11 +25,11 @@ DEFAULT_DEPTH = 100
 MAX_SCORE_CELLS = 1 << 23
 
 
-def parse_context(value: str) -> tuple[int, int]:
+def parse_context(value: str, field: str = "context") -> tuple[int, int]:
     """"L/R" (sentences of context left and right of the mask, e.g. "4/4") as two integers."""
     left, separator, right = str(value).partition("/")
     if not separator or not left.strip().isdecimal() or not right.strip().isdecimal():
-        raise InputError(f"expected L/R with two whole numbers such as 4/4, got {value!r}", field="context")
+        raise InputError(f"expected L/R with two whole numbers such as 4/4, got {value!r}", field=field)
     return int(left), int(right)
 
 

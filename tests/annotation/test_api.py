@@ -6,20 +6,19 @@ import json
 
 import pytest
 from rest_framework.authtoken.models import Token
-from rest_framework.test import APIClient
 
 from annotation.models import Judgment, Study
 from annotation.services import claim_next_item, submit_judgment
-from tests.factories import make_annotator, make_neighbour_run, make_relic_collection, make_relic_proxy_study, make_user
+from tests.factories import (
+    api_client,
+    make_annotator,
+    make_neighbour_run,
+    make_relic_collection,
+    make_relic_proxy_study,
+    make_user,
+)
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.force_authenticate(user)
-    return client
 
 
 def next_url(study):
@@ -56,8 +55,8 @@ def study_with_judgment():
 def test_staff_endpoints_refuse_annotators_and_anonymous_callers(study_with_judgment, method, url):
     study, judgment = study_with_judgment
     url = url.format(study=study.pk, judgment=judgment.pk)
-    assert getattr(client_for(make_annotator()), method)(url, {}, format="json").status_code == 403
-    assert getattr(client_for(), method)(url, {}, format="json").status_code in (401, 403)
+    assert getattr(api_client(make_annotator()), method)(url, {}, format="json").status_code == 403
+    assert getattr(api_client(), method)(url, {}, format="json").status_code in (401, 403)
     judgment.refresh_from_db()
     assert not judgment.voided
 
@@ -65,13 +64,13 @@ def test_staff_endpoints_refuse_annotators_and_anonymous_callers(study_with_judg
 @pytest.mark.parametrize(("method", "url"), [("get", "next"), ("post", "next"), ("post", "submit")])
 def test_annotator_endpoints_refuse_anonymous_callers(method, url):
     study = make_relic_proxy_study(1)
-    assert getattr(client_for(), method)(f"/api/annotate/{study.pk}/{url}/", {}, format="json").status_code in (401, 403)
+    assert getattr(api_client(), method)(f"/api/annotate/{study.pk}/{url}/", {}, format="json").status_code in (401, 403)
 
 
 def test_token_authentication_works_and_a_bad_token_is_refused():
     study = make_relic_proxy_study(1)
     annotator = make_annotator()
-    client = APIClient()
+    client = api_client()
     client.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator).key}")
     assert client.get(next_url(study)).status_code == 200
     client.credentials(HTTP_AUTHORIZATION="Token not-a-token")
@@ -82,16 +81,16 @@ def test_blocked_and_unlisted_annotators_get_403():
     study = make_relic_proxy_study(1)
     listed = make_annotator()
     study.annotators.set([listed])
-    assert client_for(listed).get(next_url(study)).status_code == 200
-    assert client_for(make_annotator()).get(next_url(study)).status_code == 403
+    assert api_client(listed).get(next_url(study)).status_code == 200
+    assert api_client(make_annotator()).get(next_url(study)).status_code == 403
     blocked = make_annotator(blocked=True)
     study.annotators.add(blocked)
-    response = client_for(blocked).post(next_url(study))
+    response = api_client(blocked).post(next_url(study))
     assert response.status_code == 403 and "blocked" in response.json()["detail"]
 
 
 def test_unknown_study_is_404():
-    assert client_for(make_annotator()).get("/api/annotate/999999/next/").status_code == 404
+    assert api_client(make_annotator()).get("/api/annotate/999999/next/").status_code == 404
 
 
 # --- the annotator's flow ----------------------------------------------------------------------
@@ -99,7 +98,7 @@ def test_unknown_study_is_404():
 
 def test_next_then_submit_then_finished():
     study = make_relic_proxy_study(1, guidelines="Pick the quoted passage.")
-    client = client_for(make_annotator())
+    client = api_client(make_annotator())
     payload = client.get(next_url(study)).json()
     assert payload["finished"] is False and payload["guidelines"] == "Pick the quoted passage."
     assert [c["position"] for c in payload["candidates"]] == [0, 1, 2]
@@ -123,7 +122,7 @@ def test_next_then_submit_then_finished():
 def test_context_follows_the_studys_left_right_setting():
     collection = make_relic_collection(1)
     study = make_relic_proxy_study(1, collection=collection, context_left=1, context_right=2)
-    payload = client_for(make_annotator()).get(next_url(study)).json()
+    payload = api_client(make_annotator()).get(next_url(study)).json()
     query = collection.queries.get()
     assert payload["context_left"] == query.left_context[-1:]
     assert payload["context_right"] == query.right_context[:2]
@@ -143,7 +142,7 @@ def test_context_follows_the_studys_left_right_setting():
 def test_malformed_submissions_are_400_and_store_nothing(body, code):
     study = make_relic_proxy_study(1)
     annotator = make_annotator()
-    client = client_for(annotator)
+    client = api_client(annotator)
     item = client.get(next_url(study)).json()["item"]
     body = {key: (item if value == "{item}" else value) for key, value in body.items()}
     assert client.post(submit_url(study), body, format="json").status_code == code
@@ -152,7 +151,7 @@ def test_malformed_submissions_are_400_and_store_nothing(body, code):
 
 def test_submitting_an_unclaimed_item_is_409():
     study = make_relic_proxy_study(2)
-    response = client_for(make_annotator()).post(
+    response = api_client(make_annotator()).post(
         submit_url(study), {"item": study.items.first().pk, "position": 0}, format="json"
     )
     assert response.status_code == 409 and not Judgment.objects.exists()
@@ -163,7 +162,7 @@ def test_submitting_an_unclaimed_item_is_409():
 
 def annotator_bodies(study, annotator) -> list[str]:
     """Every annotator-facing response body for one item, from claim to resubmission."""
-    client = client_for(annotator)
+    client = api_client(annotator)
     first = client.get(next_url(study))
     payload = first.json()
     submitted = client.post(submit_url(study), {"item": payload["item"], "position": 0, "seconds": 4}, format="json")
@@ -191,7 +190,7 @@ def test_annotator_responses_never_leak_gold_sources_ids_or_other_answers():
 
 def test_the_gold_candidate_looks_exactly_like_a_negative():
     study = make_relic_proxy_study(1)
-    payload = client_for(make_annotator()).get(next_url(study)).json()
+    payload = api_client(make_annotator()).get(next_url(study)).json()
     item = study.items.get()
     gold_id = item.candidates.get(is_gold=True).pk
     gold = next(c for c in payload["candidates"] if c["id"] == gold_id)
@@ -208,7 +207,7 @@ def test_staff_create_list_and_retrieve_studies():
     collection = make_relic_collection(4)
     run = make_neighbour_run(collection)
     annotator = make_annotator("listed")
-    client = client_for(staff)
+    client = api_client(staff)
     response = client.post("/api/studies/", {
         "name": "api study", "collection": collection.name, "negatives_run": run.pk, "items": 3, "seed": 2,
         "annotators": ["listed"], "guidelines": "Read carefully.",
@@ -234,14 +233,14 @@ def test_staff_create_reports_bad_settings_by_field(change, field):
     run = make_neighbour_run(collection)
     make_relic_proxy_study(1, name="taken")
     body = {"name": "new", "collection": collection.name, "negatives_run": run.pk, "items": 2, **change}
-    response = client_for(make_user(staff=True)).post("/api/studies/", body, format="json")
+    response = api_client(make_user(staff=True)).post("/api/studies/", body, format="json")
     assert response.status_code == 400 and field in response.json()
     assert Study.objects.count() == 1
 
 
 def export(study, fmt=None):
     url = f"/api/judgments/?study={study.pk}" + (f"&format={fmt}" if fmt else "")
-    return client_for(make_user(staff=True)).get(url)
+    return api_client(make_user(staff=True)).get(url)
 
 
 def test_judgments_export_in_json_csv_and_jsonl(study_with_judgment):
@@ -269,7 +268,7 @@ def test_judgments_export_refuses_unknown_formats_and_missing_studies(study_with
     study, _ = study_with_judgment
     response = export(study, "xml")
     assert response.status_code == 400 and "format" in response.json()
-    staff = client_for(make_user(staff=True))
+    staff = api_client(make_user(staff=True))
     assert staff.get("/api/judgments/").status_code == 400
     assert staff.get("/api/judgments/?study=999999&format=csv").status_code == 404
 
@@ -277,7 +276,7 @@ def test_judgments_export_refuses_unknown_formats_and_missing_studies(study_with
 def test_staff_void_a_judgment_with_a_reason(study_with_judgment):
     study, judgment = study_with_judgment
     staff = make_user(staff=True)
-    client = client_for(staff)
+    client = api_client(staff)
     assert client.post(f"/api/judgments/{judgment.pk}/void/", {}, format="json").status_code == 400
     response = client.post(f"/api/judgments/{judgment.pk}/void/", {"reason": "spam"}, format="json")
     assert response.status_code == 200 and response.json()["voided"] is True
@@ -287,7 +286,7 @@ def test_staff_void_a_judgment_with_a_reason(study_with_judgment):
 
 
 def test_the_openapi_schema_includes_the_annotation_routes():
-    response = client_for(make_user(staff=True)).get("/api/schema/", {"format": "json"})
+    response = api_client(make_user(staff=True)).get("/api/schema/", {"format": "json"})
     assert response.status_code == 200
     paths = json.loads(response.content)["paths"]
     for route in ("/api/annotate/{study_id}/next/", "/api/annotate/{study_id}/submit/", "/api/studies/",

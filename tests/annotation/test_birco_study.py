@@ -3,12 +3,11 @@ quotation and its context, each with its own pool), negatives from a BM25 run.""
 import json
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.selectors import study_export_rows
 from annotation.services import create_proxy_study
 from retrieval.models import Collection, Run
-from tests.factories import call_json_command, make_annotator
+from tests.factories import api_client, call_json_command, make_annotator
 
 pytestmark = [pytest.mark.django_db, pytest.mark.data]
 
@@ -44,8 +43,7 @@ def test_every_birco_query_becomes_an_item_with_near_top_negatives(birco_study):
 
 def test_the_annotator_sees_the_query_text_and_no_birco_ids(birco_study):
     creation, _ = birco_study
-    client = APIClient()
-    client.force_authenticate(make_annotator())
+    client = api_client(make_annotator())
     response = client.get(f"/api/annotate/{creation.study.pk}/next/")
     payload = response.json()
     item = creation.study.items.get(pk=payload["item"])

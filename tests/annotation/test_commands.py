@@ -1,6 +1,5 @@
 """create_study, export_study and import_judgments: the command contracts, an export/import
 round trip, and bad input that is named precisely and writes nothing."""
-import io
 import json
 
 import pytest
@@ -13,24 +12,15 @@ from annotation.selectors import judgment_rows
 from annotation.services import claim_next_item, submit_judgment
 from tests.factories import (
     call_json_command,
+    export_study,
     make_annotator,
     make_neighbour_run,
     make_relic_collection,
     make_relic_proxy_study,
+    write_jsonl,
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def export_study(study) -> list[dict]:
-    out = io.StringIO()
-    call_command("export_study", str(study.pk), stdout=out)
-    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
-
-
-def write_jsonl(path, rows) -> str:
-    path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
-    return str(path)
 
 
 def simulated_judgments(rows, answers):

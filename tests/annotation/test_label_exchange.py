@@ -8,14 +8,15 @@ import json
 import pytest
 from django.core.management import call_command
 from django.core.management.base import CommandError
-from rest_framework.test import APIClient
 
 from annotation.models import Item, Judgment, Study
 from annotation.selectors import judgment_rows
 from annotation.services import create_quotability_study, create_relevance_study
 from tests.factories import (
     add_pool,
+    api_client,
     call_json_command,
+    export_study,
     make_annotator,
     make_label_collection,
     make_neighbour_run,
@@ -23,6 +24,7 @@ from tests.factories import (
     make_relic_collection,
     make_scored_run,
     make_user,
+    write_jsonl,
 )
 
 pytestmark = pytest.mark.django_db
@@ -41,17 +43,6 @@ def runs_for(collection):
 def write_json(path, data):
     path.write_text(json.dumps(data, indent=1))
     return path
-
-
-def write_jsonl(path, rows):
-    path.write_text("".join((row if isinstance(row, str) else json.dumps(row)) + "\n" for row in rows))
-    return path
-
-
-def export_study(study) -> list[dict]:
-    out = io.StringIO()
-    call_command("export_study", str(study.pk), stdout=out)
-    return [json.loads(line) for line in out.getvalue().splitlines() if line.strip()]
 
 
 # --- create_study -------------------------------------------------------------------------------
@@ -250,9 +241,7 @@ def test_pilot_selections_import_and_export(tmp_path):
 
 
 def staff_client():
-    client = APIClient()
-    client.force_authenticate(make_user(staff=True))
-    return client
+    return api_client(make_user(staff=True))
 
 
 def test_the_api_creates_a_relevance_study_with_its_schema():
@@ -314,8 +303,7 @@ def test_the_api_names_the_bad_field(body, field):
 
 def test_annotators_submit_labels_spans_rubric_and_rationale_over_rest():
     study = relevance_study()
-    client = APIClient()
-    client.force_authenticate(make_annotator())
+    client = api_client(make_annotator())
     payload = client.get(f"/api/annotate/{study.pk}/next/").json()
     assert payload["spans"]["target"] == "passage"
     answer = {"item": payload["item"], "label": 1, "spans": [{"target": "passage", "start": 0, "end": 4}],
@@ -331,9 +319,8 @@ def test_annotators_submit_labels_spans_rubric_and_rationale_over_rest():
 
 def test_the_csv_export_writes_label_parts_as_json():
     study = relevance_study()
-    client = APIClient()
     annotator = make_annotator()
-    client.force_authenticate(annotator)
+    client = api_client(annotator)
     payload = client.get(f"/api/annotate/{study.pk}/next/").json()
     client.post(f"/api/annotate/{study.pk}/submit/", {
         "item": payload["item"], "label": 2, "spans": [{"start": 1, "end": 3}],

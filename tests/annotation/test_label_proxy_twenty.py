@@ -1,11 +1,16 @@
 """PlotRetrieval's human study: 1 gold among 19 negatives. A 20-way proxy study is created,
 shown and answered (any of the 20 positions) through the same validation as every kind."""
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.models import Judgment
 from annotation.services import SubmissionRejected, claim_next_item, next_work, submit_judgment
-from tests.factories import make_annotator, make_neighbour_run, make_relic_collection, make_relic_proxy_study
+from tests.factories import (
+    api_client,
+    make_annotator,
+    make_neighbour_run,
+    make_relic_collection,
+    make_relic_proxy_study,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -38,8 +43,7 @@ def test_the_last_position_can_be_chosen_and_a_21st_cannot():
 
 def test_the_rest_api_serves_and_stores_a_20_way_answer():
     study = twenty_way_study()
-    client = APIClient()
-    client.force_authenticate(make_annotator())
+    client = api_client(make_annotator())
     payload = client.get(f"/api/annotate/{study.pk}/next/").json()
     assert len(payload["candidates"]) == 20
     chosen = payload["candidates"][13]

@@ -4,19 +4,18 @@ import io
 
 import pytest
 from django.core.management import CommandError, call_command
-from rest_framework.test import APIClient
 
 from annotation.models import Adjudication, AnnotatorFlag, Item, PeerReview, StudyBlock
-from tests.factories import add_judgment, call_json_command, make_annotator, make_relic_proxy_study, make_user
+from tests.factories import (
+    add_judgment,
+    api_client,
+    call_json_command,
+    make_annotator,
+    make_relic_proxy_study,
+    make_user,
+)
 
 pytestmark = pytest.mark.django_db
-
-
-def client_for(user=None) -> APIClient:
-    client = APIClient()
-    if user is not None:
-        client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture
@@ -54,13 +53,13 @@ STAFF_ENDPOINTS = [
 def test_staff_endpoints_refuse_annotators_and_anonymous_callers(study, method, url):
     flag = AnnotatorFlag.objects.create(study=study, annotator=make_annotator(), reason="too_fast", value=1, threshold=2)
     url = url.format(study=study.pk, flag=flag.pk, item=study.items.first().pk)
-    assert getattr(client_for(make_annotator()), method)(url, {}, format="json").status_code == 403
-    assert getattr(client_for(), method)(url, {}, format="json").status_code in (401, 403)
+    assert getattr(api_client(make_annotator()), method)(url, {}, format="json").status_code == 403
+    assert getattr(api_client(), method)(url, {}, format="json").status_code in (401, 403)
     assert not StudyBlock.objects.exists() and not Adjudication.objects.exists() and not PeerReview.objects.exists()
 
 
 def test_staff_refresh_flags_and_resolve_one(study):
-    staff = client_for(make_user(staff=True))
+    staff = api_client(make_user(staff=True))
     refreshed = staff.post(f"/api/studies/{study.pk}/flags/").json()
     assert refreshed["created"] == 1
     [flag] = refreshed["flags"]
@@ -71,13 +70,13 @@ def test_staff_refresh_flags_and_resolve_one(study):
 
 
 def test_staff_block_and_unblock_over_rest(study):
-    staff = client_for(make_user("lead", staff=True))
+    staff = api_client(make_user("lead", staff=True))
     response = staff.post(f"/api/studies/{study.pk}/blocks/", {"annotator": "fast", "reason": "random answers"},
                           format="json")
     assert response.status_code == 201
     assert response.json()["exclude_judgments"] is True and response.json()["created_by"] == "lead"
     fast = StudyBlock.objects.get().annotator
-    assert client_for(fast).get(f"/api/annotate/{study.pk}/next/").status_code == 403
+    assert api_client(fast).get(f"/api/annotate/{study.pk}/next/").status_code == 403
     overview = staff.get(f"/api/studies/{study.pk}/quality/").json()
     assert overview["annotators"]["fast"]["blocked"] is True
     assert overview["annotators"]["fast"]["counted_judgments"] == 0
@@ -87,7 +86,7 @@ def test_staff_block_and_unblock_over_rest(study):
 
 
 def test_blocking_refuses_unknown_users_and_missing_reasons(study):
-    staff = client_for(make_user(staff=True))
+    staff = api_client(make_user(staff=True))
     unknown = staff.post(f"/api/studies/{study.pk}/blocks/", {"annotator": "nobody", "reason": "x"}, format="json")
     assert unknown.status_code == 400 and "annotator" in unknown.json()
     blank = staff.post(f"/api/studies/{study.pk}/blocks/", {"annotator": "fast", "reason": "  "}, format="json")
@@ -96,7 +95,7 @@ def test_blocking_refuses_unknown_users_and_missing_reasons(study):
 
 
 def test_staff_list_disagreements_and_adjudicate(study):
-    staff = client_for(make_user("judge", staff=True))
+    staff = api_client(make_user("judge", staff=True))
     rows = staff.get(f"/api/studies/{study.pk}/disagreements/").json()["items"]
     disputed = [row for row in rows if row["gold_position"] != 0]
     assert disputed
@@ -110,10 +109,10 @@ def test_staff_list_disagreements_and_adjudicate(study):
 
 
 def test_peer_review_from_sampling_to_verdict(study):
-    staff = client_for(make_user(staff=True))
+    staff = api_client(make_user(staff=True))
     assert staff.post(f"/api/studies/{study.pk}/peer-reviews/sample/", {"seed": 1}, format="json").json()["assigned"] == 9
     review = PeerReview.objects.select_related("reviewer", "judgment__annotator").first()
-    reviewer = client_for(review.reviewer)
+    reviewer = api_client(review.reviewer)
     served = reviewer.get(f"/api/annotate/{study.pk}/peer-review/next/").json()
     assert served["finished"] is False and "answer" in served
     assert review.judgment.annotator.username not in str(served)
@@ -121,7 +120,7 @@ def test_peer_review_from_sampling_to_verdict(study):
     verdict = reviewer.post(f"/api/peer-reviews/{mine.pk}/", {"verdict": "pass"}, format="json")
     assert verdict.status_code == 201 and verdict.json()["verdict"] == "pass"
     assert reviewer.post(f"/api/peer-reviews/{mine.pk}/", {"verdict": "fail"}, format="json").status_code == 200
-    someone_else = client_for(mine.judgment.annotator)
+    someone_else = api_client(mine.judgment.annotator)
     assert someone_else.post(f"/api/peer-reviews/{mine.pk}/", {"verdict": "fail"}, format="json").status_code == 403
     assert reviewer.post("/api/peer-reviews/999999/", {"verdict": "fail"}, format="json").status_code == 404
     assert PeerReview.objects.get(pk=mine.pk).verdict == "pass"
@@ -129,7 +128,7 @@ def test_peer_review_from_sampling_to_verdict(study):
 
 def test_staff_designate_gold_items_over_rest():
     study = make_relic_proxy_study(5)
-    staff = client_for(make_user(staff=True))
+    staff = api_client(make_user(staff=True))
     response = staff.post(f"/api/studies/{study.pk}/designate/", {"role": "gold", "count": 2}, format="json")
     assert response.status_code == 200
     assert set(response.json()["items"]) == set(study.items.filter(role=Item.Role.GOLD).values_list("pk", flat=True))

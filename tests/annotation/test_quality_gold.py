@@ -3,7 +3,6 @@ in everything an annotator receives, counted for gold accuracy and never in stat
 import math
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.models import Item
 from annotation.selectors import counted_judgments, gold_judgments
@@ -13,6 +12,7 @@ from tests.factories import (
     add_judgment,
     add_label_item,
     add_label_judgment,
+    api_client,
     make_annotator,
     make_label_study,
     make_relic_proxy_study,
@@ -49,8 +49,7 @@ def all_keys(value) -> set[str]:
 def served_payloads(study, annotator) -> list[dict]:
     """Every item the annotator is served through the API, answering each (position 0, or
     label 1 in a label study)."""
-    client = APIClient()
-    client.force_authenticate(annotator)
+    client = api_client(annotator)
     answer = {"position": 0} if study.kind == "proxy" else {"label": 1}
     payloads = []
     while True:

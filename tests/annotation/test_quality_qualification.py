@@ -1,14 +1,13 @@
 """Qualification rounds: questions with known answers that an annotator must pass (here 90 %)
 before formal work, with a limited number of attempts, and whose answers never become data."""
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.models import Assignment, Item, Judgment, QualificationAnswer, QualificationAttempt
 from annotation.selectors import counted_judgments
 from annotation.services import AnnotationForbidden, SubmissionRejected, claim_next_item, next_work, submit_judgment
 from annotation.services.qualification import QualificationStatus, qualification_state
 from annotation.services.quality import designate_items
-from tests.factories import add_label_item, make_annotator, make_label_study, make_relic_proxy_study
+from tests.factories import add_label_item, api_client, make_annotator, make_label_study, make_relic_proxy_study
 
 pytestmark = pytest.mark.django_db
 
@@ -179,8 +178,7 @@ def test_label_studies_score_qualification_answers_against_the_expected_label():
 def test_the_api_receipt_reports_progress_but_never_whether_an_answer_was_right():
     study = qualification_study()
     annotator = make_annotator()
-    client = APIClient()
-    client.force_authenticate(annotator)
+    client = api_client(annotator)
     work = client.get(f"/api/annotate/{study.pk}/next/").json()
     response = client.post(
         f"/api/annotate/{study.pk}/submit/", {"item": work["item"], "position": gold_position(work["item"])},

@@ -3,11 +3,10 @@
 import json
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.services import create_relevance_study, qrel_label
 from retrieval.models import Collection, PoolEntry, Run
-from tests.factories import call_json_command, make_annotator
+from tests.factories import api_client, call_json_command, make_annotator
 
 pytestmark = [pytest.mark.django_db, pytest.mark.data]
 
@@ -46,8 +45,7 @@ def test_the_display_order_interleaves_queries_and_hides_birco_ids(birco_relevan
     order = list(creation.study.items.values_list("query_id", flat=True))
     blocks = sum(1 for before, after in zip(order, order[1:]) if before != after)
     assert blocks > 10  # not one query after another (BIRCO's pool order ends with the positive)
-    client = APIClient()
-    client.force_authenticate(make_annotator())
+    client = api_client(make_annotator())
     response = client.get(f"/api/annotate/{creation.study.pk}/next/")
     item = creation.study.items.get(pk=response.json()["item"])
     body = response.content.decode()

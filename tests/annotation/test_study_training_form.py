@@ -4,12 +4,19 @@ twin): it queues a "train" job with the study's pairs and context sizes, exactly
 import re
 
 import pytest
-from rest_framework.test import APIClient
 
 from annotation.training_pairs import study_training_pairs
 from retrieval import tasks
 from retrieval.models import Job, Retriever
-from tests.factories import add_judgment, call_json_command, make_annotator, make_label_study, make_proxy_study, make_user
+from tests.factories import (
+    add_judgment,
+    api_client,
+    call_json_command,
+    make_annotator,
+    make_label_study,
+    make_proxy_study,
+    make_user,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -19,12 +26,6 @@ HYPERPARAMETERS = {"batch_size": "4", "learning_rate": "0.0001", "epochs": "2", 
 
 def train_url(study) -> str:
     return f"/studies/{study.pk}/train/"
-
-
-@pytest.fixture
-def staff_client(client):
-    client.force_login(make_user("curator", staff=True))
-    return client
 
 
 @pytest.fixture
@@ -140,8 +141,7 @@ def test_only_staff_may_train_on_a_study(client, judged_study):
     annotator = make_annotator()
     client.force_login(annotator)
     as_annotator = client.post(train_url(judged_study), {"name": "x"})
-    annotator_api = APIClient()
-    annotator_api.force_authenticate(annotator)
+    annotator_api = api_client(annotator)
 
     assert signed_out.status_code == 302 and signed_out["Location"].startswith("/accounts/login/")
     assert as_annotator.status_code == 403
@@ -150,8 +150,7 @@ def test_only_staff_may_train_on_a_study(client, judged_study):
 
 
 def test_the_api_twin_queues_the_same_training(judged_study, sent_tasks, django_capture_on_commit_callbacks):
-    api = APIClient()
-    api.force_authenticate(make_user(staff=True))
+    api = api_client(make_user(staff=True))
 
     with django_capture_on_commit_callbacks(execute=True):
         response = api.post(f"/api/studies/{judged_study.pk}/train/", {"name": "via api", "batch_size": 4},

@@ -57,8 +57,7 @@ def test_voided_judgments_do_not_count():
         study_training_pairs(study, None)
 
 
-def test_train_from_study_registers_a_retriever_trained_on_the_judgments(settings, tmp_path):
-    settings.MARGINALIA_DATA_DIR = tmp_path
+def test_train_from_study_registers_a_retriever_trained_on_the_judgments(data_dir):
     study = make_proxy_study(gold_positions=[0, 1, 2, 0, 1, 2])
 
     summary = call_json_command("train_from_study", study.pk, "--name", "from experts", "--batch-size", 4,

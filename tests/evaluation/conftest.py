@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 import pytest
 
+from evaluation import services
 from tests.factories import add_hits, add_judgment, make_collection, make_passages, make_proxy_study, make_run, make_user
 
 GOLD_POSITIONS = [0, 1, 2, 0, 1, 0]
@@ -61,3 +62,17 @@ def hand_worked(db):
     scores(items[4], (1, 4.0), (0, 4.0), (2, 1.0))
     scores(items[5], (2, 8.0), (0, 2.0))
     return HandWorkedStudy(study, items, annotators, dense, bm25)
+
+
+@pytest.fixture
+def computations(monkeypatch):
+    """The study ids `study_report` computes a report for (a cache miss each), in order."""
+    calls = []
+    original = services.study_report
+
+    def counting(study, model_runs=()):
+        calls.append(study.pk)
+        return original(study, model_runs)
+
+    monkeypatch.setattr(services, "study_report", counting)
+    return calls

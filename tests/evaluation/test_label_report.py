@@ -28,7 +28,6 @@ from statsmodels.stats.proportion import proportion_confint
 
 from annotation.models import Adjudication, Item, StudyBlock
 from annotation.services.queue import void_judgment
-from evaluation import services
 from evaluation.models import StudyReport
 from evaluation.services import cached_study_report, study_report
 from tests.factories import (
@@ -316,18 +315,6 @@ def test_multi_select_pilot_selection_shares_and_pairwise_overlap(db):
 
 
 class TestCache:
-    @pytest.fixture
-    def computations(self, monkeypatch):
-        calls = []
-        original = services.study_report
-
-        def counting(study, model_runs=()):
-            calls.append(study.pk)
-            return original(study, model_runs)
-
-        monkeypatch.setattr(services, "study_report", counting)
-        return calls
-
     def test_an_unchanged_study_is_served_from_the_cache(self, graded, computations):
         assert cached_study_report(graded.study) == cached_study_report(graded.study)
         assert len(computations) == 1

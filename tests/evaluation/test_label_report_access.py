@@ -22,12 +22,6 @@ def quotability(db):
     return study
 
 
-@pytest.fixture
-def staff_client(client, db):
-    client.force_login(make_user("staffer", staff=True))
-    return client
-
-
 def test_staff_see_the_kind_specific_tables_and_inline_svg_charts(staff_client, quotability):
     run = make_run(quotability.collection, kind="dense")
     for number, item in enumerate(quotability.items.order_by("position")):

@@ -165,18 +165,6 @@ def test_a_model_is_scored_before_anyone_has_judged(db):
 
 
 class TestCache:
-    @pytest.fixture
-    def computations(self, monkeypatch):
-        calls = []
-        original = services.study_report
-
-        def counting(study, model_runs=()):
-            calls.append(study.pk)
-            return original(study, model_runs)
-
-        monkeypatch.setattr(services, "study_report", counting)
-        return calls
-
     def test_an_unchanged_study_is_served_from_the_cache(self, hand_worked, computations):
         first = cached_study_report(hand_worked.study, [hand_worked.dense])
         second = cached_study_report(hand_worked.study, [hand_worked.dense])

@@ -5,21 +5,25 @@ from datetime import timedelta
 
 import pytest
 from django.utils import timezone
-from rest_framework.test import APIClient
 
 from marginalia.celery import app as celery_app
 from retrieval.metrics import evaluate_run, trec_run_lines
 from retrieval.models import Hit, Job, Retriever, Run
-from tests.factories import make_annotator, make_collection, make_relic_collection, make_scored_run, make_user
+from tests.factories import (
+    api_client,
+    make_annotator,
+    make_collection,
+    make_relic_collection,
+    make_scored_run,
+    make_user,
+)
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def staff():
-    client = APIClient()
-    client.force_authenticate(make_user("researcher", staff=True))
-    return client
+    return api_client(make_user("researcher", staff=True))
 
 
 @pytest.fixture
@@ -34,9 +38,8 @@ def start_bm25_run(client, collection, **fields):
 
 @pytest.mark.parametrize("path", ["/api/collections/", "/api/queries/", "/api/runs/", "/api/jobs/"])
 def test_only_staff_reach_the_retrieval_api(path):
-    anonymous = APIClient()
-    annotator = APIClient()
-    annotator.force_authenticate(make_annotator())
+    anonymous = api_client()
+    annotator = api_client(make_annotator())
     assert anonymous.get(path).status_code == 403
     assert annotator.get(path).status_code == 403
 

@@ -8,17 +8,11 @@ from django.urls import reverse
 from retrieval.metrics import evaluate_run
 from retrieval.models import Job, Run
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever
-from tests.factories import make_annotator, make_relic_collection, make_user
+from tests.factories import make_annotator, make_relic_collection
 
 pytestmark = pytest.mark.django_db
 
 DASHBOARD = "/dashboard/"
-
-
-@pytest.fixture
-def staff_client(client):
-    client.force_login(make_user("curator", staff=True))
-    return client
 
 
 def test_the_dashboard_is_for_staff_only(client):

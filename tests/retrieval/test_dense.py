@@ -14,7 +14,7 @@ from retrieval.models import Hit, Retriever
 from tests.conftest import require
 from tests.factories import call_json_command, make_collection, make_text_passages, make_text_query
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]
 
 TEXTS = [
     "Call me Ishmael.",
@@ -26,12 +26,6 @@ TEXTS = [
     "",
     "Anne Elliot had been forced into prudence in her youth; she learned romance as she grew older.",
 ]
-
-
-@pytest.fixture(autouse=True)
-def data_dir(settings, tmp_path):
-    settings.MARGINALIA_DATA_DIR = tmp_path
-    return tmp_path
 
 
 @pytest.fixture(scope="module")

@@ -10,17 +10,11 @@ from retrieval.dense import DenseScorer, default_model
 from retrieval.models import Document, Retriever
 from tests.factories import make_collection, make_text_passages
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]
 
 TEXTS = [f"Passage {n} tells of {topic}." for n, topic in enumerate(
     ["whales", "a ball at Netherfield", "a river steamer", "green lights", "a naval officer", "a storm", "letters"]
 )]
-
-
-@pytest.fixture(autouse=True)
-def data_dir(settings, tmp_path):
-    settings.MARGINALIA_DATA_DIR = tmp_path
-    return tmp_path
 
 
 @pytest.fixture

@@ -19,16 +19,10 @@ from retrieval.training import (
 )
 from tests.factories import call_json_command, make_code_word_collection
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]
 
 # Small, seeded and quick on two CPU cores: 8 steps per epoch over the 48 training pairs.
 FAST = {"batch_size": 6, "learning_rate": 1e-4, "seed": 0}
-
-
-@pytest.fixture(autouse=True)
-def data_dir(settings, tmp_path):
-    settings.MARGINALIA_DATA_DIR = tmp_path
-    return tmp_path
 
 
 def recall_at_1(retriever: Retriever, collection: Collection, split: str) -> float:

@@ -6,13 +6,19 @@ import inspect
 import re
 
 import pytest
-from rest_framework.test import APIClient
 
 from marginalia.celery import app as celery_app
 from retrieval.models import Job, Retriever
 from retrieval.serializers import TrainingRequestSerializer, request_defaults
 from retrieval.services.runs import get_or_create_retriever
-from tests.factories import call_json_command, make_annotator, make_code_word_collection, make_relic_collection, make_user
+from tests.factories import (
+    api_client,
+    call_json_command,
+    make_annotator,
+    make_code_word_collection,
+    make_relic_collection,
+    make_user,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -34,9 +40,7 @@ def staff_client(client, staff_user):
 
 @pytest.fixture
 def staff_api(staff_user):
-    api = APIClient()
-    api.force_authenticate(staff_user)
-    return api
+    return api_client(staff_user)
 
 
 def form_fields(collection, **changes) -> dict:
@@ -168,9 +172,8 @@ def test_a_training_can_continue_a_trained_retriever(staff_client, django_captur
 
 def test_only_staff_may_queue_a_training(client, django_capture_on_commit_callbacks):
     collection = make_code_word_collection()
-    anonymous_api, annotator_api = APIClient(), APIClient()
     annotator = make_annotator()
-    annotator_api.force_authenticate(annotator)
+    anonymous_api, annotator_api = api_client(), api_client(annotator)
 
     with django_capture_on_commit_callbacks(execute=False) as sent:
         signed_out = client.post(TRAIN_FORM, form_fields(collection))
@@ -182,7 +185,7 @@ def test_only_staff_may_queue_a_training(client, django_capture_on_commit_callba
     assert signed_out.status_code == 302 and signed_out["Location"].startswith("/accounts/login/")
     assert as_annotator.status_code == 403
     assert api_answers == [403, 403]
-    assert [APIClient().get("/api/retrievers/").status_code, annotator_api.get("/api/retrievers/").status_code] == [403, 403]
+    assert [api_client().get("/api/retrievers/").status_code, annotator_api.get("/api/retrievers/").status_code] == [403, 403]
     assert (Job.objects.count(), len(sent)) == (0, 0)
 
 
@@ -249,8 +252,7 @@ def test_registered_retrievers_are_listed_on_the_dashboard_and_the_api(staff_cli
 
 
 def test_a_training_queued_through_the_api_registers_a_retriever_that_retrieve_can_use(
-        staff_api, settings, tmp_path, monkeypatch, django_capture_on_commit_callbacks):
-    settings.MARGINALIA_DATA_DIR = tmp_path
+        staff_api, data_dir, monkeypatch, django_capture_on_commit_callbacks):
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     collection = make_code_word_collection()
 

@@ -24,15 +24,9 @@ from tests.conftest import PROJECT_ROOT
 from tests.factories import make_code_word_collection
 from tests.live_platform import MANAGE, manage, wait_for_job, worker_log
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]
 
 FAST = {"batch_size": 6, "learning_rate": 1e-4, "epochs": 2}
-
-
-@pytest.fixture(autouse=True)
-def data_dir(settings, tmp_path):
-    settings.MARGINALIA_DATA_DIR = tmp_path
-    return tmp_path
 
 
 @pytest.fixture

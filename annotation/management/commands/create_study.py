@@ -14,7 +14,6 @@
 `skipped_queries` (which, and why). Defaults: 3 judgments per item (5 for quotability), context
 4/4 (4/0 for quotability: the annotator reads what comes before the quotation)."""
 import json
-import re
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -25,10 +24,12 @@ from annotation.services import create_proxy_study, create_quotability_study, cr
 from annotation.services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
 from retrieval.errors import InputError
 from retrieval.jobs import terminal_progress
+from retrieval.management.arguments import collection_named
 from retrieval.management.base import JsonCommand
-from retrieval.models import Collection, Run
+from retrieval.metrics import get_run
+from retrieval.models import Run
+from retrieval.services.runs import parse_context
 
-CONTEXT = re.compile(r"^(\d+)/(\d+)$")
 DEFAULT_CONTEXT = {Study.Kind.PROXY: "4/4", Study.Kind.RELEVANCE: "4/4", Study.Kind.QUOTABILITY: "4/0"}
 DEFAULT_JUDGMENTS = {Study.Kind.PROXY: 3, Study.Kind.RELEVANCE: 3, Study.Kind.QUOTABILITY: 5}
 # Options that describe the schema when no --schema file does.
@@ -75,17 +76,12 @@ class Command(JsonCommand):
 
     def run(self, **options):
         kind = options["kind"]
-        collection = Collection.objects.filter(name=options["collection"]).first()
-        if collection is None:
-            raise InputError(f"no collection named '{options['collection']}'", field="--collection")
-        context = options["context"] or DEFAULT_CONTEXT[kind]
-        match = CONTEXT.match(context)
-        if match is None:
-            raise InputError(f"expected L/R such as 4/4, got '{context}'", field="--context")
+        collection = collection_named(options["collection"], field="--collection")
+        context_left, context_right = parse_context(options["context"] or DEFAULT_CONTEXT[kind], field="--context")
         common = {
             "name": options["name"], "collection": collection, "seed": options["seed"],
             "judgments_per_item": options["judgments_per_item"] or DEFAULT_JUDGMENTS[kind],
-            "context_left": int(match.group(1)), "context_right": int(match.group(2)),
+            "context_left": context_left, "context_right": context_right,
             "guidelines": _guidelines(options["guidelines_file"]), "annotators": _annotators(options["annotators"]),
             "claim_minutes": options["claim_minutes"], "progress": terminal_progress("create_study"),
         }
@@ -121,12 +117,10 @@ def _proxy_options(collection, options) -> dict:
         raise InputError("a proxy study needs the run whose hits are the negatives", field="--negatives-from")
     if options["items"] is None:
         raise InputError("a proxy study needs the number of items", field="--items")
-    run = Run.objects.filter(pk=options["negatives_from"]).first()
-    if run is None:
-        raise InputError(f"no run {options['negatives_from']}", field="--negatives-from")
     return {
-        "negatives_run": run, "items": options["items"], "candidates": options["candidates"],
-        "single_sentence": options["single_sentence"], "book": _book(collection, options["book"]),
+        "negatives_run": get_run(options["negatives_from"], field="--negatives-from"), "items": options["items"],
+        "candidates": options["candidates"], "single_sentence": options["single_sentence"],
+        "book": _book(collection, options["book"]),
     }
 
 
@@ -163,13 +157,7 @@ def _names(text: str) -> list[str]:
 
 
 def _runs(text: str) -> list[Run]:
-    runs = []
-    for name in _names(text):
-        run = Run.objects.filter(pk=int(name)).first() if name.isdigit() else None
-        if run is None:
-            raise InputError(f"no run {name}", field="--runs")
-        runs.append(run)
-    return runs
+    return [get_run(name, field="--runs") for name in _names(text)]
 
 
 def _book(collection, book):

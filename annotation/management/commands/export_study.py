@@ -8,8 +8,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from annotation.models import Study
 from annotation.selectors import study_export_rows
+from annotation.services import get_study
+from retrieval.errors import InputError
 
 
 class Command(BaseCommand):
@@ -19,8 +20,9 @@ class Command(BaseCommand):
         parser.add_argument("study_id", type=int)
 
     def handle(self, *args, **options):
-        study = Study.objects.filter(pk=options["study_id"]).first()
-        if study is None:
-            raise CommandError(f"field 'study_id': no study {options['study_id']}")
+        try:
+            study = get_study(options["study_id"])
+        except InputError as exc:
+            raise CommandError(str(exc)) from exc
         for row in study_export_rows(study):
             self.stdout.write(json.dumps(row, sort_keys=True))

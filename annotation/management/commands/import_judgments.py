@@ -5,9 +5,7 @@ studies "label" (or "selections" for multi-select), with "spans", "rubric", "rat
 study's schema asks; optionally "seconds". The whole file is one transaction: any bad row is an error
 naming the file, line and field, and nothing is written. Rows identical to judgments already
 stored are skipped and counted as `rejected`, so on a first import `rejected` is 0."""
-from annotation.models import Study
-from annotation.services import import_judgments
-from retrieval.errors import InputError
+from annotation.services import get_study, import_judgments
 from retrieval.management.base import JsonCommand
 
 
@@ -19,7 +17,4 @@ class Command(JsonCommand):
         parser.add_argument("file", help="JSON lines: item, annotator, choice | label/selections (+ spans, rubric, rationale), seconds.")
 
     def run(self, **options):
-        study = Study.objects.filter(pk=options["study_id"]).first()
-        if study is None:
-            raise InputError(f"no study {options['study_id']}", field="study_id")
-        return import_judgments(study, options["file"]).summary()
+        return import_judgments(get_study(options["study_id"]), options["file"]).summary()

@@ -6,7 +6,7 @@ blocks and open flags) plus one key per action taken."""
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
-from annotation.models import Study
+from annotation.services import get_study
 from annotation.services.quality import (
     DESIGNATABLE_ROLES,
     block_annotator,
@@ -38,9 +38,7 @@ class Command(JsonCommand):
         parser.add_argument("--seed", type=int, help="Seed for --designate and --sample-peer-review (default: the study's).")
 
     def run(self, **options) -> dict:
-        study = Study.objects.filter(pk=options["study_id"]).first()
-        if study is None:
-            raise InputError(f"no study {options['study_id']}", field="study_id")
+        study = get_study(options["study_id"])
         if options["block"] and not options["reason"]:
             raise InputError("--block needs --reason", field="reason")
         actions = {}

@@ -2,9 +2,8 @@
 judgments (gold or majority choice as positive, unchosen candidates as hard negatives) and
 register it. It lives in annotation because retrieval may not know studies; the training itself
 is retrieval's, and annotation.services.study_training prepares it as the study page does."""
-from annotation.models import Study
+from annotation.services import get_study
 from annotation.services.study_training import DEFAULT_VALIDATION_SHARE, start_study_training, study_training_arguments
-from retrieval.errors import InputError
 from retrieval.jobs import terminal_progress
 from retrieval.management.base import JsonCommand
 from retrieval.management.training_arguments import add_training_arguments, job_summary, training_parameters
@@ -20,9 +19,7 @@ class Command(JsonCommand):
         add_training_arguments(parser)
 
     def run(self, **options):
-        study = Study.objects.filter(pk=options["study_id"]).select_related("collection").first()
-        if study is None:
-            raise InputError(f"no study with id {options['study_id']}", field="study_id")
+        study = get_study(options["study_id"])
         parameters = {**training_parameters(options), "validation_share": options["validation_share"]}
         if options["run_async"]:
             return job_summary(start_study_training(study, **parameters))

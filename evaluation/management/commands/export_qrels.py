@@ -8,8 +8,8 @@ written and the summary printed (one JSON line with --json): keys `study`, `aggr
 """
 from django.core.management.base import CommandError
 
+from annotation.services import get_study
 from evaluation.qrels import AGGREGATES, relevance_qrels, write_beir_folder, write_qrels_file
-from evaluation.services import get_study
 from retrieval.errors import InputError
 from retrieval.management.base import JsonCommand
 
@@ -34,14 +34,14 @@ class Command(JsonCommand):
         if options["out"] or options["beir"]:
             return super().handle(*args, **options)
         try:
-            export = relevance_qrels(get_study(options["study_id"]), options["aggregate"])
+            export = relevance_qrels(get_study(options["study_id"], field="study"), options["aggregate"])
         except InputError as exc:
             raise CommandError(str(exc)) from exc
         for line in export.lines():
             self.stdout.write(line)
 
     def run(self, *, study_id, aggregate, out, beir, **options):
-        export = relevance_qrels(get_study(study_id), aggregate)
+        export = relevance_qrels(get_study(study_id, field="study"), aggregate)
         summary = export.summary()
         if out:
             summary["out"] = str(write_qrels_file(export, out))

@@ -1,8 +1,9 @@
 """study_report STUDY_ID [--model-run RUN_ID ...] [--json]: the report of the study's kind (proxy:
 agreement, human and model accuracy; relevance and quotability: agreement, aggregated labels,
 annotators, model-human correlation)."""
+from annotation.services import get_study
 from evaluation.formatting import report_as_text
-from evaluation.services import cached_study_report, get_study, resolve_model_runs
+from evaluation.services import cached_study_report, resolve_model_runs
 from retrieval.management.base import JsonCommand
 
 
@@ -17,7 +18,7 @@ class Command(JsonCommand):
         )
 
     def run(self, *, study_id, model_runs, **options):
-        study = get_study(study_id)
+        study = get_study(study_id, field="study")
         return cached_study_report(study, resolve_model_runs(study, model_runs))
 
     def format_text(self, summary):

@@ -1,12 +1,11 @@
 """`retrieve --collection NAME --retriever bm25|dense [...]`: rank a collection's queries and store
 the run (inline, or on a Celery worker with --async)."""
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
-from retrieval.errors import InputError
 from retrieval.jobs import terminal_progress
+from retrieval.management.arguments import add_context_argument, collection_named, context_option
 from retrieval.management.base import JsonCommand
-from retrieval.models import Collection
 from retrieval.services.runs import (
-    DEFAULT_DEPTH, create_run, execute_run, get_or_create_retriever, parse_context, run_summary, start_run_async,
+    DEFAULT_DEPTH, create_run, execute_run, get_or_create_retriever, run_summary, start_run_async,
 )
 
 
@@ -19,18 +18,15 @@ class Command(JsonCommand):
         parser.add_argument("--model", default="", help="Dense model: folder, Hugging Face name, or a registered retriever's id or name.")
         parser.add_argument("--k1", type=float, default=DEFAULT_K1)
         parser.add_argument("--b", type=float, default=DEFAULT_B)
-        parser.add_argument("--context", default="4/4", help="Sentences of context left/right of the mask, e.g. 4/4.")
+        add_context_argument(parser)
         parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="Hits stored per query.")
         parser.add_argument("--async", dest="run_async", action="store_true", help="Send the run to a Celery worker.")
 
     def run(self, **options):
-        context_left, context_right = parse_context(options["context"])
-        try:
-            collection = Collection.objects.get(name=options["collection"])
-        except Collection.DoesNotExist:
-            raise InputError(f"no collection named {options['collection']!r}", field="collection") from None
+        context = context_option(options)
+        collection = collection_named(options["collection"])
         retriever = get_or_create_retriever(options["retriever"], k1=options["k1"], b=options["b"], model=options["model"])
-        parameters = {"context_left": context_left, "context_right": context_right, "depth": options["depth"]}
+        parameters = {**context, "depth": options["depth"]}
         if options["run_async"]:
             run = start_run_async(collection, retriever, **parameters)
             return {"run_id": run.pk, "job_id": run.job_id}
