@@ -217,6 +217,8 @@ def label_agreement_rows(report: dict) -> list[dict]:
         note = f"{spans['items']} items with two or more annotators' spans on the {spans['target']}"
         rows.append({"statistic": "Span token F1 (mean pairwise)", "value": format_value(spans["token_f1"], "kappa"), "note": note})
         rows.append({"statistic": "Span exact match (share of pairs)", "value": format_value(spans["exact_match"]), "note": note})
+        rows.append({"statistic": "Excerpt BOW-F1 (mean pairwise)", "value": format_value(spans["bow_f1"], "kappa"), "note": note})
+        rows.append({"statistic": "Excerpt exact match, words (share of pairs)", "value": format_value(spans["text_exact_match"]), "note": note})
     for name, field in report["rubric"].items():
         for level, value in field["krippendorff_alpha"].items():
             rows.append({

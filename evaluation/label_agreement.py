@@ -420,12 +420,6 @@ def _binary_flags(values: np.ndarray, what: str) -> np.ndarray:
     return values
 
 
-def share_positive(labels_per_item: Sequence[Sequence]) -> np.ndarray:
-    """Share of positive (True / 1) labels per item, e.g. 3 of 5 "quotable" gives 0.6."""
-    arrays = _numeric_labels_per_item(labels_per_item, "binary labels")
-    return np.array([_binary_flags(values, f"item {item}'s labels").mean() for item, values in enumerate(arrays)])
-
-
 # --- model scores against human grades -----------------------------------------------------------
 
 

@@ -33,7 +33,7 @@ from evaluation.selectors import (
     shown_items,
     span_texts,
 )
-from evaluation.spans import mean_pairwise_span_f1, span_exact_match
+from evaluation.spans import bow_f1, mean_pairwise_span_f1, span_exact_match, text_exact_match
 from retrieval.errors import InputError
 from retrieval.models import Run
 
@@ -195,19 +195,30 @@ def _span_agreement(data: LabelData) -> dict | None:
             spans_by_item.setdefault(answer.item_id, []).append(spans)
     compared = {item_id: spans for item_id, spans in spans_by_item.items() if len(spans) >= 2}
     texts = span_texts(data.study, compared.keys(), target)
-    token_f1, exact = [], []
+    token_f1, exact, words_f1, words_exact = [], [], [], []
     for item_id, spans in compared.items():
         text = texts[item_id]
         token_f1.append(mean_pairwise_span_f1(text, spans))
         pairs = list(itertools.combinations(spans, 2))
         exact.append(sum(span_exact_match(text, first, second) for first, second in pairs) / len(pairs))
+        excerpts = [" ".join(text[start:end] for start, end in sorted(marked)) for marked in spans]
+        excerpt_pairs = list(itertools.combinations(excerpts, 2))
+        words_f1.append(sum(bow_f1(first, second) for first, second in excerpt_pairs) / len(excerpt_pairs))
+        words_exact.append(sum(text_exact_match(first, second) for first, second in excerpt_pairs) / len(excerpt_pairs))
     return {
         "target": target,
         "judgments_with_spans": sum(len(spans) for spans in spans_by_item.values()),
         "items": len(compared),
-        "token_f1": float(np.mean(token_f1)) if token_f1 else None,
-        "exact_match": float(np.mean(exact)) if exact else None,
+        "token_f1": _mean_or_none(token_f1),
+        "exact_match": _mean_or_none(exact),
+        # The quote-recommendation paper's measures, on the marked excerpts' words.
+        "bow_f1": _mean_or_none(words_f1),
+        "text_exact_match": _mean_or_none(words_exact),
     }
+
+
+def _mean_or_none(values: list[float]) -> float | None:
+    return float(np.mean(values)) if values else None
 
 
 def _rubric_agreement(data: LabelData) -> dict:

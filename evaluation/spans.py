@@ -88,8 +88,7 @@ def mean_pairwise_span_f1(text: str, spans_per_annotator: Sequence[Sequence[Sequ
     """Mean token F1 over all pairs of annotators of one item: their span agreement."""
     if len(spans_per_annotator) < 2:
         raise ValueError(f"span agreement needs at least two annotators, got {len(spans_per_annotator)}")
-    token_sets = [covered_tokens(text, spans) for spans in spans_per_annotator]
-    scores = [_token_set_f1(first, second) for first, second in itertools.combinations(token_sets, 2)]
+    scores = [span_token_f1(text, first, second) for first, second in itertools.combinations(spans_per_annotator, 2)]
     return sum(scores) / len(scores)
 
 

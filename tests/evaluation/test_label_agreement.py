@@ -32,7 +32,6 @@ from evaluation.label_agreement import (
     mean_pairwise_cohen_kappa,
     median_grades,
     reliability_matrix,
-    share_positive,
     share_with_interval,
     spearman_correlation,
     wilson_interval,
@@ -441,17 +440,12 @@ def test_mean_and_median_grades_per_item():
     assert median_grades(grades).tolist() == [1.0, 2.0, 2.5]
 
 
-def test_share_positive_per_item():
-    assert share_positive([[True, True, False, True, False], [0, 0], [1]]).tolist() == pytest.approx([0.6, 0.0, 1.0])
-
-
 @pytest.mark.parametrize(
     ("function", "labels", "message"),
     [
         (mean_grades, [[1, 2], []], "item 1 has no grades"),
         (median_grades, [[1, nan]], "item 0: grades must be a flat list of finite numbers"),
         (mean_grades, [["high"]], "item 0: grades must be numbers"),
-        (share_positive, [[1, 0], [1, 2]], "item 1's labels must be binary"),
     ],
 )
 def test_aggregates_reject_empty_missing_or_wrong_labels(function, labels, message):

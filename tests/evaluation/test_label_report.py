@@ -228,6 +228,10 @@ def test_span_agreement_is_token_f1_and_exact_match_averaged_over_items(db):
     assert (spans["target"], spans["items"], spans["judgments_with_spans"]) == ("passage", 2, 5)
     assert spans["token_f1"] == pytest.approx(((0.8 + 1.0 + 0.8) / 3 + 1.0) / 2)
     assert spans["exact_match"] == pytest.approx((1 / 3 + 1.0) / 2)
+    # The marked excerpts' words (the quote-recommendation paper's BOW-F1 and exact match) agree
+    # here exactly as the token positions do.
+    assert spans["bow_f1"] == pytest.approx(spans["token_f1"])
+    assert spans["text_exact_match"] == pytest.approx(spans["exact_match"])
     specificity = [[1, 1, 0, 0], [1, 1, None, None]]
     quality = [[2, 1, 2, 0], [2, 1, None, None]]
     rubric = report["rubric"]
@@ -240,6 +244,19 @@ def test_span_agreement_is_token_f1_and_exact_match_averaged_over_items(db):
             krippendorff.alpha(reliability_data=reliability_data(quality), level_of_measurement=level)
         ), level
     assert rubric["quality"]["judgments"] == 6
+
+
+def test_excerpts_with_the_same_words_at_different_places_agree_in_words_but_not_in_tokens(db):
+    study = make_label_study(label_schema={"spans": "passage"})
+    item = add_label_item(study, passages=make_text_passages(study.collection, [PLOT]))
+    second_the = PLOT.index("the letter")
+    add_label_judgment(item, make_user(), 1, spans=[span(0, 3)])
+    add_label_judgment(item, make_user(), 1, spans=[span(second_the, second_the + 3)])
+
+    spans = study_report(study)["spans"]
+
+    assert (spans["token_f1"], spans["exact_match"]) == (0.0, 0.0)
+    assert (spans["bow_f1"], spans["text_exact_match"]) == (1.0, 1.0)
 
 
 def test_a_study_without_span_marking_has_no_span_section(db):
