@@ -12,18 +12,22 @@ from __future__ import annotations
 
 import contextlib
 import functools
+import hashlib
 import gc
 import itertools
 import math
 import operator
 import re
 from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import sparse
 
 from .errors import InputError
+from .files import write_atomically
 
 if TYPE_CHECKING:  # the index itself stays free of Django, so benchmarks can use it bare
     from .jobs import Progress
@@ -54,6 +58,92 @@ def validate_parameters(k1: float, b: float) -> None:
         raise InputError(f"must be between 0 and 1, got {b!r}", field="b")
 
 
+@dataclass(frozen=True)
+class TermCounts:
+    """A tokenised candidate set: what BM25 needs of it whatever k1 and b are, so it can be
+    computed once and cached (see retrieval/term_count_cache.py)."""
+
+    vocabulary: list[str]  # in order of first occurrence: rank_bm25 sums idfs in that order
+    counts: sparse.csr_matrix  # terms x documents, term frequencies
+    doc_lengths: np.ndarray  # tokens per document
+
+    @classmethod
+    def from_tokens(cls, corpus: Sequence[Sequence[str]]) -> TermCounts:
+        tokens = list(itertools.chain.from_iterable(corpus))
+        vocabulary = dict(zip(dict.fromkeys(tokens), itertools.count()))
+        term_ids = np.fromiter(map(vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
+        doc_lengths = np.fromiter(map(len, corpus), dtype=np.int64, count=len(corpus))
+        doc_of_token = np.repeat(np.arange(len(corpus), dtype=np.int64), doc_lengths)
+        counts = sparse.csr_matrix(
+            (np.ones(len(term_ids)), (term_ids, doc_of_token)), shape=(len(vocabulary), len(corpus))
+        )
+        counts.sum_duplicates()
+        return cls(list(vocabulary), counts, doc_lengths)
+
+
+@contextlib.contextmanager
+def garbage_collection_paused():
+    """Tokenising a corpus allocates one list per passage and a string per token, which sets off
+    the cyclic garbage collector again and again to walk every live object of the process (a
+    third of the indexing time in a Django worker); none of these objects form cycles."""
+    was_enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was_enabled:
+            gc.enable()
+
+
+# Part of every cache key: a change to tokenize() must not meet counts made by the old rule.
+TOKENIZER_VERSION = b"lower-\\w+-1"
+
+
+def term_counts_key(texts: Sequence[str]) -> str:
+    """A content address for a candidate set's texts, in order (order fixes the vocabulary's)."""
+    digest = hashlib.sha256(TOKENIZER_VERSION)
+    for text in texts:
+        digest.update(text.encode("utf-8"))
+        digest.update(b"\x1f")
+    return digest.hexdigest()
+
+
+def load_term_counts(path: Path) -> TermCounts | None:
+    """The cached counts at `path`, or None when missing or unreadable (then they are rebuilt)."""
+    try:
+        with np.load(path, allow_pickle=False) as stored:
+            vocabulary = bytes(stored["vocabulary"]).decode("utf-8")
+            counts = sparse.csr_matrix(
+                (stored["data"], stored["indices"], stored["indptr"]), shape=tuple(stored["shape"])
+            )
+            return TermCounts(vocabulary.split("\n") if vocabulary else [], counts, stored["doc_lengths"])
+    except (OSError, KeyError, ValueError):
+        return None
+
+
+def save_term_counts(term_counts: TermCounts, file) -> None:
+    # Terms never contain a newline (\w+), so one joined UTF-8 string holds the vocabulary
+    # without numpy's fixed-width strings (one long term would pad every other).
+    vocabulary = np.frombuffer("\n".join(term_counts.vocabulary).encode("utf-8"), dtype=np.uint8)
+    counts = term_counts.counts
+    np.savez(file, vocabulary=vocabulary, data=counts.data, indices=counts.indices, indptr=counts.indptr,
+             shape=np.array(counts.shape), doc_lengths=term_counts.doc_lengths)
+
+
+def cached_term_counts(texts: Sequence[str], folder: Path | None) -> TermCounts:
+    """The texts' term counts: read from `folder` when this exact candidate set was tokenised
+    before (a rerun with other k1/b or context, or a run after the import warmed the cache),
+    otherwise counted and, with a folder, stored for next time. No folder: no cache."""
+    path = folder / f"{term_counts_key(texts)}.npz" if folder is not None else None
+    if path is not None and (cached := load_term_counts(path)) is not None:
+        return cached
+    with garbage_collection_paused():
+        term_counts = TermCounts.from_tokens(tokenize_all(texts))
+    if path is not None:
+        write_atomically(path, lambda file: save_term_counts(term_counts, file), binary=True)
+    return term_counts
+
+
 class BM25Index:
     """An index over one candidate set (a list of token lists, one per passage).
 
@@ -63,24 +153,24 @@ class BM25Index:
 
     def __init__(self, corpus: Sequence[Sequence[str]], k1: float = DEFAULT_K1, b: float = DEFAULT_B,
                  epsilon: float = DEFAULT_EPSILON):
+        self._build(TermCounts.from_tokens(corpus), k1, b, epsilon)
+
+    @classmethod
+    def from_counts(cls, term_counts: TermCounts, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
+                    epsilon: float = DEFAULT_EPSILON) -> BM25Index:
+        """The index of an already tokenised candidate set (e.g. from the term-count cache)."""
+        index = cls.__new__(cls)
+        index._build(term_counts, k1, b, epsilon)
+        return index
+
+    def _build(self, term_counts: TermCounts, k1: float, b: float, epsilon: float) -> None:
         validate_parameters(k1, b)
         self.k1, self.b, self.epsilon = float(k1), float(b), float(epsilon)
-        self.size = len(corpus)
-        # Term ids in order of first occurrence: rank_bm25 sums idfs in that (dict insertion)
-        # order, and the floor for negative idfs depends on that sum to the last bit.
-        tokens = list(itertools.chain.from_iterable(corpus))
-        self.vocabulary: dict[str, int] = dict(zip(dict.fromkeys(tokens), itertools.count()))
-        term_ids = np.fromiter(map(self.vocabulary.__getitem__, tokens), dtype=np.int64, count=len(tokens))
-        doc_lengths = np.fromiter(map(len, corpus), dtype=np.int64, count=self.size)
-        total_length = int(doc_lengths.sum())
-        self.avgdl = total_length / self.size if self.size else 0.0
-        doc_of_token = np.repeat(np.arange(self.size, dtype=np.int64), doc_lengths)
-        counts = sparse.csr_matrix(
-            (np.ones(len(term_ids)), (term_ids, doc_of_token)), shape=(len(self.vocabulary), self.size)
-        )
-        counts.sum_duplicates()
-        self.idf = self._idf(np.diff(counts.indptr))
-        self.weights = self._weights(counts, doc_lengths)
+        self.size = len(term_counts.doc_lengths)
+        self.vocabulary: dict[str, int] = dict(zip(term_counts.vocabulary, itertools.count()))
+        self.avgdl = int(term_counts.doc_lengths.sum()) / self.size if self.size else 0.0
+        self.idf = self._idf(np.diff(term_counts.counts.indptr))
+        self.weights = self._weights(term_counts.counts, term_counts.doc_lengths)
 
     def _idf(self, document_frequency: np.ndarray) -> np.ndarray:
         """rank_bm25's idf: log(N - n + 0.5) - log(n + 0.5), negatives floored at eps x mean."""
@@ -125,36 +215,22 @@ class BM25Index:
         return (occurrences @ self.weights).toarray()
 
 
-@contextlib.contextmanager
-def garbage_collection_paused():
-    """Tokenising a corpus allocates one list per passage and a string per token, which sets off
-    the cyclic garbage collector again and again to walk every live object of the process (a
-    third of the indexing time in a Django worker); none of these objects form cycles."""
-    was_enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            gc.enable()
-
-
 class BM25Scorer:
-    """The `Scorer` for BM25 runs: one index per candidate set, built from the passages' text.
-    A run scores a large set's queries in batches, so the last set's index is kept."""
+    """The `Scorer` for BM25 runs: one index per candidate set, built from the passages' text
+    (their term counts cached in `cache_folder` when given). A run scores a large set's queries
+    in batches, so the last set's index is kept."""
 
     mask_token = None
 
-    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B):
+    def __init__(self, k1: float = DEFAULT_K1, b: float = DEFAULT_B, cache_folder: Path | None = None):
         validate_parameters(k1, b)
-        self.k1, self.b = k1, b
+        self.k1, self.b, self.cache_folder = k1, b, cache_folder
         self._indexed: tuple[Sequence, BM25Index] | None = None
 
     def index(self, passages: Sequence) -> BM25Index:
         if self._indexed is None or self._indexed[0] is not passages:
-            with garbage_collection_paused():
-                corpus = tokenize_all(passage.retrieval_text for passage in passages)
-                self._indexed = (passages, BM25Index(corpus, self.k1, self.b))
+            term_counts = cached_term_counts([passage.retrieval_text for passage in passages], self.cache_folder)
+            self._indexed = (passages, BM25Index.from_counts(term_counts, self.k1, self.b))
         return self._indexed[1]
 
     def score(self, queries: list[str], passages: Sequence, progress: Progress) -> np.ndarray:

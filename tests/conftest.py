@@ -40,9 +40,10 @@ def fast_password_hashing(settings):
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
-@pytest.fixture
+@pytest.fixture(autouse=True)
 def data_dir(settings, tmp_path) -> Path:
-    """MARGINALIA_DATA_DIR (models, embedding caches, work folders) in this test's own folder."""
+    """MARGINALIA_DATA_DIR (models, embedding and term-count caches, work folders) in this test's
+    own folder, for every test: no test reads another's cache or writes into the project."""
     settings.MARGINALIA_DATA_DIR = tmp_path
     return tmp_path
 

@@ -40,8 +40,8 @@ def platform(tmp_path_factory, redis_url):
     """Environment and database file shared by the worker and the `manage.py` client calls."""
     folder = tmp_path_factory.mktemp("platform")
     database = folder / "db.sqlite3"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", **broker_environment(redis_url),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "MARGINALIA_DATA_DIR": str(folder / "data"),
+           **broker_environment(redis_url), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
     subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
     return {"env": env, "database": database, "folder": folder}
 

@@ -28,6 +28,7 @@ from ..errors import InputError
 from ..jobs import Progress, no_progress
 from ..models import Collection, Document, Passage, PoolEntry, Qrel, Query, Sentence
 from ..text import MAX_WINDOW, split_sentences, strip_gutenberg, window_counts
+from .runs import warm_term_counts
 
 BATCH_SIZE = 2000
 QRELS_HEADER = ["query-id", "corpus-id", "score"]
@@ -367,6 +368,7 @@ def import_relic(
             for quote in book.quotes
         ]
         _bulk_create(Qrel, qrels, progress, (0.9, 1.0), "qrels")
+    warm_term_counts(collection)
     progress(1.0, "done")
     return {"collection": name, "books": len(books), "queries": len(queries), "sentences": len(sentences)}
 
@@ -522,5 +524,6 @@ def import_beir(directory: str | Path, *, collection_name: str, progress: Progre
             for position, corpus_id in enumerate(pool)
         ]
         _bulk_create(PoolEntry, pool_rows, progress, (0.9, 1.0), "pools")
+    warm_term_counts(collection)
     progress(1.0, "done")
     return {"collection": name, "queries": len(queries), "passages": len(corpus), "qrels": len(qrels)}

@@ -7,11 +7,13 @@ exactly over the whole candidate set, so mean rank and recall stay exact beyond 
 from __future__ import annotations
 
 import time
+from pathlib import Path
 
 import numpy as np
+from django.conf import settings
 from django.db import connection, transaction
 
-from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, validate_parameters
+from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters
 from retrieval.errors import InputError
 from retrieval.jobs import Progress, create_job, dispatch, no_progress, throttled
 from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
@@ -57,10 +59,24 @@ def get_or_create_retriever(kind: str, *, k1: float = DEFAULT_K1, b: float = DEF
     raise InputError(f"unknown retriever kind {kind!r}; use bm25 or dense", field="retriever")
 
 
+def term_counts_folder() -> Path:
+    """Where BM25 keeps candidate sets' term counts (content-addressed, shared by all runs)."""
+    return Path(settings.MARGINALIA_DATA_DIR) / "bm25"
+
+
+def warm_term_counts(collection: Collection) -> int:
+    """Tokenise the collection's candidate sets now (after an import), so that its first run
+    only loads them. Returns how many sets were counted."""
+    sets = candidate_sets(collection)
+    for candidate_set in sets:
+        cached_term_counts([passage.retrieval_text for passage in candidate_set.passages()], term_counts_folder())
+    return len(sets)
+
+
 def scorer_for(retriever: Retriever) -> Scorer:
     if retriever.kind == Retriever.Kind.BM25:
         parameters = retriever.parameters
-        return BM25Scorer(parameters.get("k1", DEFAULT_K1), parameters.get("b", DEFAULT_B))
+        return BM25Scorer(parameters.get("k1", DEFAULT_K1), parameters.get("b", DEFAULT_B), term_counts_folder())
     from retrieval.dense import DenseScorer  # torch loads only for dense runs
 
     return DenseScorer(retriever)
