@@ -1,7 +1,8 @@
 """REST endpoints for annotators (next item, submit) and staff (studies, judgments export, void).
 
-Thin views: each translates HTTP into one service or selector call and the service's refusals
-into status codes (AnnotationForbidden 403, SubmissionRejected 400/409, InputError 400).
+Thin views: each translates HTTP into one service or selector call. Refusals need no catching:
+AnnotationForbidden is a PermissionDenied (403) and InputError becomes a 400 in the project's
+exception handler (retrieval.api); only SubmissionRejected (400 or 409) is mapped here.
 """
 import csv
 import io
@@ -11,12 +12,11 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
-from rest_framework.exceptions import NotFound, PermissionDenied, ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.errors import InputError
 from retrieval.serializers import JobSerializer
 
 from .models import Item, ItemCandidate, Judgment, Study
@@ -29,7 +29,6 @@ from .serializers import (
     VoidSerializer,
 )
 from .services import (
-    AnnotationForbidden,
     SubmissionRejected,
     create_proxy_study,
     create_quotability_study,
@@ -50,10 +49,6 @@ STUDY_CREATORS = {
 ANSWER_KEYS = ("position", "label", "selections", "spans", "rubric", "rationale")
 
 
-def _input_error(exc: InputError) -> ValidationError:
-    return ValidationError({exc.field or "non_field_errors": [exc.message]})
-
-
 # --- annotators --------------------------------------------------------------------------------
 
 
@@ -67,10 +62,7 @@ class NextItemView(APIView):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
-        try:
-            return Response(next_work(study, request.user))
-        except AnnotationForbidden as exc:
-            raise PermissionDenied(str(exc)) from exc
+        return Response(next_work(study, request.user))
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     def post(self, request, study_id):
@@ -102,8 +94,6 @@ class SubmitView(APIView):
             submission = submit_judgment(
                 annotator=request.user, item=item, candidate=candidate, seconds=data.get("seconds"), **answer
             )
-        except AnnotationForbidden as exc:
-            raise PermissionDenied(str(exc)) from exc
         except SubmissionRejected as exc:
             code = status.HTTP_409_CONFLICT if exc.conflict else status.HTTP_400_BAD_REQUEST
             return Response({"detail": str(exc)}, status=code)
@@ -148,10 +138,7 @@ class StudyListCreateView(generics.ListCreateAPIView):
         form = StudyCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         kind, options = form.service_arguments()
-        try:
-            creation = STUDY_CREATORS[kind](**options, created_by=request.user)
-        except InputError as exc:
-            raise _input_error(exc) from exc
+        creation = STUDY_CREATORS[kind](**options, created_by=request.user)
         body = {**creation.summary(), "study": StudySerializer(creation.study).data}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -255,10 +242,7 @@ class VoidJudgmentView(APIView):
         judgment = get_object_or_404(Judgment, pk=pk)
         form = VoidSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        try:
-            judgment = void_judgment(judgment, by=request.user, reason=form.validated_data["reason"])
-        except InputError as exc:
-            raise _input_error(exc) from exc
+        judgment = void_judgment(judgment, by=request.user, reason=form.validated_data["reason"])
         return Response(
             {
                 "judgment": judgment.pk,

@@ -4,7 +4,8 @@ Staff: the study's quality overview, flags (list, refresh, resolve), blocks (lis
 unblock), disagreements and adjudication, peer-review sampling, designating gold and
 qualification items. Annotators: their qualification status, their next peer review and its
 verdict. Thin views: each calls one service or selector of `annotation.services.quality` /
-`qualification` and maps refusals to status codes (AnnotationForbidden 403, InputError 400).
+`qualification`; refusals (AnnotationForbidden 403, InputError 400) reach the client through
+the project's exception handling without a catch here.
 """
 from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
@@ -12,14 +13,13 @@ from django.urls import path
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
-from rest_framework.exceptions import PermissionDenied, ValidationError
+from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.errors import InputError
 
 from .models import AnnotatorFlag, Item, ItemCandidate, PeerReview, Study, StudyBlock
-from .services import AnnotationForbidden, annotator_refusal
+from .services import annotator_refusal
 from .services.qualification import qualification_state
 from .services.quality import (
     DESIGNATABLE_ROLES,
@@ -36,10 +36,6 @@ from .services.quality import (
     submit_peer_review,
     unblock_annotator,
 )
-
-
-def _input_error(exc: InputError) -> ValidationError:
-    return ValidationError({exc.field or "non_field_errors": [exc.message]})
 
 
 def _annotator(username: str):
@@ -179,13 +175,10 @@ class BlockListView(APIView):
         form = BlockSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        try:
-            block = block_annotator(
-                study, _annotator(data["annotator"]), by=request.user, reason=data["reason"],
-                exclude_judgments=data["exclude_judgments"],
-            )
-        except InputError as exc:
-            raise _input_error(exc) from exc
+        block = block_annotator(
+            study, _annotator(data["annotator"]), by=request.user, reason=data["reason"],
+            exclude_judgments=data["exclude_judgments"],
+        )
         return Response(block_payload(block), status=status.HTTP_201_CREATED)
 
 
@@ -229,13 +222,10 @@ class AdjudicateView(APIView):
             candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
             if candidate is None:
                 raise ValidationError({"candidate": ["not one of this item's candidates"]})
-        try:
-            adjudication = adjudicate(
-                item, by=request.user, candidate=candidate, position=data.get("position"), label=data.get("label"),
-                selections=data.get("selections"), note=data["note"],
-            )
-        except InputError as exc:
-            raise _input_error(exc) from exc
+        adjudication = adjudicate(
+            item, by=request.user, candidate=candidate, position=data.get("position"), label=data.get("label"),
+            selections=data.get("selections"), note=data["note"],
+        )
         return Response({"item": item.pk, **adjudication_payload(adjudication)})
 
 
@@ -249,10 +239,7 @@ class PeerReviewSampleView(APIView):
         study = get_object_or_404(Study, pk=study_id)
         form = SampleSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        try:
-            return Response(sample_for_peer_review(study, seed=form.validated_data.get("seed")))
-        except InputError as exc:
-            raise _input_error(exc) from exc
+        return Response(sample_for_peer_review(study, seed=form.validated_data.get("seed")))
 
 
 class DesignateView(APIView):
@@ -277,12 +264,9 @@ class DesignateView(APIView):
             if not str(key).isdigit():
                 raise ValidationError({"expected": [f"keys are item ids, got {key!r}"]})
             expected[int(key)] = value
-        try:
-            chosen = designate_items(
-                study, data["role"], count=data.get("count"), items=items, expected=expected, seed=data.get("seed")
-            )
-        except InputError as exc:
-            raise _input_error(exc) from exc
+        chosen = designate_items(
+            study, data["role"], count=data.get("count"), items=items, expected=expected, seed=data.get("seed")
+        )
         return Response({"role": data["role"], "items": [item.pk for item in chosen]})
 
 
@@ -310,10 +294,7 @@ class NextPeerReviewView(APIView):
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
-        try:
-            return Response(next_peer_review(study, request.user))
-        except AnnotationForbidden as exc:
-            raise PermissionDenied(str(exc)) from exc
+        return Response(next_peer_review(study, request.user))
 
     @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
     def post(self, request, study_id):
@@ -331,15 +312,10 @@ class PeerReviewVerdictView(APIView):
         review = get_object_or_404(PeerReview.objects.select_related("judgment__item__study"), pk=pk)
         form = VerdictSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        try:
-            submission = submit_peer_review(
-                review, reviewer=request.user, verdict=form.validated_data["verdict"],
-                comment=form.validated_data["comment"],
-            )
-        except AnnotationForbidden as exc:
-            raise PermissionDenied(str(exc)) from exc
-        except InputError as exc:
-            raise _input_error(exc) from exc
+        submission = submit_peer_review(
+            review, reviewer=request.user, verdict=form.validated_data["verdict"],
+            comment=form.validated_data["comment"],
+        )
         review = submission.review
         return Response(
             {"review": review.pk, "verdict": review.verdict, "comment": review.comment,

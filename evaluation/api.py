@@ -2,7 +2,6 @@
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework.exceptions import ValidationError
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -12,11 +11,6 @@ from annotation.models import Study
 from evaluation.qrels import AGGREGATES, relevance_qrels
 from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
 from retrieval.api import PlainTextRenderer
-from retrieval.errors import InputError
-
-
-def _bad_request(exc: InputError) -> ValidationError:
-    return ValidationError({exc.field or "detail": [str(exc)]})
 
 
 class StudyReportAPI(APIView):
@@ -40,11 +34,8 @@ class StudyReportAPI(APIView):
     )
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
-        try:
-            runs = resolve_model_runs(study, requested_run_ids(request.query_params.getlist("model_run")))
-            return Response(cached_study_report(study, runs))
-        except InputError as exc:
-            raise _bad_request(exc) from exc
+        runs = resolve_model_runs(study, requested_run_ids(request.query_params.getlist("model_run")))
+        return Response(cached_study_report(study, runs))
 
 
 class StudyQrelsAPI(APIView):
@@ -63,10 +54,7 @@ class StudyQrelsAPI(APIView):
     )
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
-        try:
-            export = relevance_qrels(study, request.query_params.get("aggregate", "majority"))
-        except InputError as exc:
-            raise _bad_request(exc) from exc
+        export = relevance_qrels(study, request.query_params.get("aggregate", "majority"))
         response = Response("".join(line + "\n" for line in export.lines()))
         response["Content-Disposition"] = f'inline; filename="study-{study.pk}-{export.aggregate}.qrels"'
         return response

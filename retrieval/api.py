@@ -10,11 +10,14 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema_view
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
+from rest_framework.exceptions import ValidationError
+from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 
 from retrieval import selectors
+from retrieval.errors import InputError
 from retrieval.jobs import request_cancel, sweep_stale_jobs
 from retrieval.metrics import trec_run_lines
 from retrieval.models import Query
@@ -158,3 +161,11 @@ class JobViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         request_cancel(job)
         job.refresh_from_db()
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+def exception_handler(exc, context):
+    """DRF's handler, plus the project's one input error: a service's InputError becomes a 400
+    naming its field, so no view has to catch and translate it."""
+    if isinstance(exc, InputError):
+        exc = ValidationError({exc.field or "non_field_errors": [exc.message]})
+    return drf_exception_handler(exc, context)

@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from datetime import timedelta
 
 from django.contrib.auth import get_user_model
+from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, OperationalError, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
@@ -48,8 +49,9 @@ CLAIM_ATTEMPTS = 5
 CLAIM_CANDIDATES = 20
 
 
-class AnnotationForbidden(Exception):
-    """The annotator may not work on this study (blocked, not on the study's list, inactive)."""
+class AnnotationForbidden(PermissionDenied):
+    """The annotator may not work on this study (blocked, not on the study's list, inactive).
+    A PermissionDenied, so pages and the API answer 403 with the reason without catching it."""
 
 
 class SubmissionRejected(Exception):
