@@ -219,6 +219,9 @@ class Run(models.Model):
     parameters = models.JSONField(default=dict)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     seconds = models.FloatField(null=True, blank=True)
+    metrics = models.JSONField(
+        null=True, blank=True, help_text="evaluate_run's report, stored when the run finished (hits and qrels no longer change)."
+    )
     job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     created_at = models.DateTimeField(auto_now_add=True)
 

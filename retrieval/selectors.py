@@ -60,8 +60,11 @@ def default_dense_model_label() -> str:
 
 
 def run_metrics(run: Run) -> dict | None:
-    """evaluate_run's report for a finished run; None while it is not done (no hits to score)."""
-    return evaluate_run(run) if run.status == Run.Status.DONE else None
+    """evaluate_run's report for a finished run (stored when it finished; computed for runs
+    whose hits were written some other way); None while it is not done (no hits to score)."""
+    if run.status != Run.Status.DONE:
+        return None
+    return run.metrics if run.metrics is not None else evaluate_run(run)
 
 
 def key_metrics(report: dict | None) -> list[float | None]:

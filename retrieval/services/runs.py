@@ -16,6 +16,7 @@ from django.db import connection, transaction
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters
 from retrieval.errors import InputError
 from retrieval.jobs import Progress, create_job, dispatch, no_progress, throttled
+from retrieval.metrics import evaluate_run
 from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
 from retrieval.scoring import Scorer, query_text
 
@@ -223,6 +224,9 @@ def execute_run(run: Run, progress: Progress = no_progress) -> Run:
     run.seconds = time.perf_counter() - started
     run.status = Run.Status.DONE
     run.save(update_fields=["seconds", "status"])
+    # Evaluated once here, not on every page or API view that shows the run's metrics.
+    run.metrics = evaluate_run(run)
+    run.save(update_fields=["metrics"])
     progress(1.0, f"{len(sets)} candidate sets ranked")
     return run
 

@@ -276,3 +276,19 @@ def test_evaluate_and_export_reject_unknown_runs():
     for command in ("evaluate_run", "export_run"):
         with pytest.raises(CommandError, match="field 'run': no run with id '999'"):
             call_command(command, "999")
+
+
+@pytest.mark.django_db
+def test_a_finished_run_keeps_its_metrics_so_pages_do_not_evaluate_it_again(monkeypatch):
+    from retrieval import selectors
+    from retrieval.metrics import evaluate_run
+
+    collection = make_collection()
+    passages = make_text_passages(collection, TEXTS)
+    add_qrels(make_text_query(collection, "Elizabeth walked through the mud"), {passages[0]: 1})
+    run = bm25_run(collection, depth=3)
+    run.refresh_from_db()
+
+    assert run.metrics == evaluate_run(run)
+    monkeypatch.setattr(selectors, "evaluate_run", lambda run: pytest.fail("evaluated again"))
+    assert selectors.run_metrics(run) == run.metrics
