@@ -561,3 +561,19 @@ def make_quote_collection(n_contexts: int = 3, paragraphs_per_source: int = 4) -
         )
         add_qrels(query, {collection.passages.get(external_id=f"s{number}:p0"): 1})
     return collection
+
+
+# --- the annotator API, as tests call it -------------------------------------------------------
+
+
+def next_url(study) -> str:
+    return f"/api/annotate/{study.pk}/next/"
+
+
+def submit_url(study) -> str:
+    return f"/api/annotate/{study.pk}/submit/"
+
+
+def gold_position(item_id: int) -> int:
+    """The display position of a proxy item's gold candidate (what a perfect annotator picks)."""
+    return ItemCandidate.objects.get(item_id=item_id, is_gold=True).position

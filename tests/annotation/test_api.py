@@ -16,17 +16,11 @@ from tests.factories import (
     make_relic_collection,
     make_relic_proxy_study,
     make_user,
+    next_url,
+    submit_url,
 )
 
 pytestmark = pytest.mark.django_db
-
-
-def next_url(study):
-    return f"/api/annotate/{study.pk}/next/"
-
-
-def submit_url(study):
-    return f"/api/annotate/{study.pk}/submit/"
 
 
 # --- who may call what -------------------------------------------------------------------------

@@ -46,6 +46,8 @@ from retrieval.models import Collection, Job, Passage, Query, Retriever, Run
 from tests.factories import (
     add_judgment,
     add_qrels,
+    api_client,
+    gold_position,
     make_annotator,
     make_collection,
     make_label_study,
@@ -56,6 +58,8 @@ from tests.factories import (
     make_text_passages,
     make_text_query,
     make_user,
+    next_url,
+    submit_url,
 )
 
 pytestmark = pytest.mark.django_db
@@ -318,20 +322,6 @@ def test_what_an_annotator_can_reach_names_no_gold_no_model_and_nobody_else(worl
 # --- IDOR: items, claims and studies that are not the attacker's ------------------------------------
 
 
-def next_url(study) -> str:
-    return f"/api/annotate/{study.pk}/next/"
-
-
-def submit_url(study) -> str:
-    return f"/api/annotate/{study.pk}/submit/"
-
-
-def api_client(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
-
-
 def test_submitting_to_an_item_someone_else_holds_is_refused_and_their_claim_stands():
     study = make_relic_proxy_study(2)
     victim, attacker = make_annotator(), make_annotator()
@@ -386,10 +376,6 @@ def qualification_study(questions: int = 3) -> Study:
     study.refresh_from_db()
     designate_items(study, Item.Role.QUALIFICATION, count=questions)
     return study
-
-
-def gold_position(item_id: int) -> int:
-    return Item.objects.get(pk=item_id).candidates.get(is_gold=True).position
 
 
 def test_answering_a_qualification_question_outside_an_open_attempt_stores_nothing():

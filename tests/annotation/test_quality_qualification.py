@@ -7,7 +7,7 @@ from annotation.selectors import counted_judgments
 from annotation.services import AnnotationForbidden, SubmissionRejected, claim_next_item, next_work, submit_judgment
 from annotation.services.qualification import QualificationStatus, qualification_state
 from annotation.services.quality import designate_items
-from tests.factories import add_label_item, api_client, make_annotator, make_label_study, make_relic_proxy_study
+from tests.factories import add_label_item, api_client, gold_position, make_annotator, make_label_study, make_relic_proxy_study
 
 pytestmark = pytest.mark.django_db
 
@@ -20,10 +20,6 @@ def qualification_study(threshold=0.9, attempts=3, items=14, questions=QUESTIONS
     study.save()
     designate_items(study, Item.Role.QUALIFICATION, count=questions)
     return study
-
-
-def gold_position(item_id: int) -> int:
-    return Item.objects.get(pk=item_id).candidates.get(is_gold=True).position
 
 
 def answer_round(study, annotator, correct: int) -> list[dict]:
