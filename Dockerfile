@@ -16,8 +16,8 @@ ENV PYTHONDONTWRITEBYTECODE=1 PYTHONUNBUFFERED=1 PIP_NO_CACHE_DIR=1 PIP_DISABLE_
 WORKDIR /app
 # torch first, from the CPU index: PyPI's Linux wheels would pull the CUDA libraries.
 RUN pip install --extra-index-url "$TORCH_CPU_INDEX" "torch==${TORCH_VERSION}"
-COPY requirements.txt ./
-RUN pip install -r requirements.txt
+COPY requirements.txt requirements-nodeps.txt ./
+RUN pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt
 COPY . .
 RUN DJANGO_DEBUG=0 DJANGO_SECRET_KEY=collectstatic-only python manage.py collectstatic --noinput -v 0 \
     && useradd --create-home --uid 1000 marginalia && mkdir -p /data && chown marginalia /data
@@ -40,8 +40,8 @@ RUN apt-get update \
 ENV PATH=/opt/venv/bin:$PATH
 WORKDIR /app
 RUN pip install --extra-index-url "$TORCH_CUDA_INDEX" "torch==${TORCH_VERSION}"
-COPY requirements.txt ./
-RUN pip install -r requirements.txt
+COPY requirements.txt requirements-nodeps.txt ./
+RUN pip install -r requirements.txt && pip install --no-deps -r requirements-nodeps.txt
 COPY . .
 RUN useradd --create-home --uid 1000 marginalia && mkdir -p /data && chown marginalia /data
 USER marginalia

@@ -2,6 +2,7 @@
 annotator is done here); items, assignments and judgments are read-only records, since the
 rules that write them (seeded shuffles, slots, immutability, voiding with a reason) live in
 annotation.services."""
+
 from django.contrib import admin
 
 from .models import AnnotatorProfile, Assignment, Item, ItemCandidate, Judgment, Study
@@ -25,8 +26,16 @@ class StudyAdmin(admin.ModelAdmin):
     search_fields = ["name"]
     filter_horizontal = ["annotators"]
     readonly_fields = [
-        "kind", "collection", "negatives_run", "seed", "candidates_per_item", "context_left", "context_right",
-        "parameters", "created_by", "created_at",
+        "kind",
+        "collection",
+        "negatives_run",
+        "seed",
+        "candidates_per_item",
+        "context_left",
+        "context_right",
+        "parameters",
+        "created_by",
+        "created_at",
     ]
 
     def has_add_permission(self, request):

@@ -4,6 +4,7 @@ Thin views: each translates HTTP into one service or selector call. Refusals nee
 AnnotationForbidden is a PermissionDenied (403) and InputError becomes a 400 in the project's
 exception handler (retrieval.api); only SubmissionRejected (400 or 409) is mapped here.
 """
+
 import csv
 import io
 import json
@@ -17,7 +18,7 @@ from rest_framework.renderers import BaseRenderer, JSONRenderer
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.serializers import JobSerializer
+from jobs.serializers import JobSerializer
 
 from .models import Item, ItemCandidate, Judgment, Study
 from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, answer_fields, judgment_rows, study_overview
@@ -38,7 +39,6 @@ from .services import (
     void_judgment,
 )
 from .services.qualification import qualification_receipt
-
 
 STUDY_CREATORS = {
     Study.Kind.PROXY: create_proxy_study,

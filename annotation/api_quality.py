@@ -7,6 +7,7 @@ verdict. Thin views: each calls one service or selector of `annotation.services.
 `qualification`; refusals (AnnotationForbidden 403, InputError 400) reach the client through
 the project's exception handling without a catch here.
 """
+
 from django.contrib.auth import get_user_model
 from django.shortcuts import get_object_or_404
 from django.urls import path
@@ -16,7 +17,6 @@ from rest_framework import permissions, serializers, status
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
-
 
 from .models import AnnotatorFlag, Item, ItemCandidate, PeerReview, Study, StudyBlock
 from .services import annotator_refusal
@@ -176,7 +176,10 @@ class BlockListView(APIView):
         form.is_valid(raise_exception=True)
         data = form.validated_data
         block = block_annotator(
-            study, _annotator(data["annotator"]), by=request.user, reason=data["reason"],
+            study,
+            _annotator(data["annotator"]),
+            by=request.user,
+            reason=data["reason"],
             exclude_judgments=data["exclude_judgments"],
         )
         return Response(block_payload(block), status=status.HTTP_201_CREATED)
@@ -223,8 +226,13 @@ class AdjudicateView(APIView):
             if candidate is None:
                 raise ValidationError({"candidate": ["not one of this item's candidates"]})
         adjudication = adjudicate(
-            item, by=request.user, candidate=candidate, position=data.get("position"), label=data.get("label"),
-            selections=data.get("selections"), note=data["note"],
+            item,
+            by=request.user,
+            candidate=candidate,
+            position=data.get("position"),
+            label=data.get("label"),
+            selections=data.get("selections"),
+            note=data["note"],
         )
         return Response({"item": item.pk, **adjudication_payload(adjudication)})
 
@@ -313,13 +321,20 @@ class PeerReviewVerdictView(APIView):
         form = VerdictSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         submission = submit_peer_review(
-            review, reviewer=request.user, verdict=form.validated_data["verdict"],
+            review,
+            reviewer=request.user,
+            verdict=form.validated_data["verdict"],
             comment=form.validated_data["comment"],
         )
         review = submission.review
         return Response(
-            {"review": review.pk, "verdict": review.verdict, "comment": review.comment,
-             "reviewed_at": review.reviewed_at.isoformat(), "created": submission.created},
+            {
+                "review": review.pk,
+                "verdict": review.verdict,
+                "comment": review.comment,
+                "reviewed_at": review.reviewed_at.isoformat(),
+                "created": submission.created,
+            },
             status=status.HTTP_201_CREATED if submission.created else status.HTTP_200_OK,
         )
 

@@ -1,4 +1,5 @@
 """Annotator and staff REST routes for studies (mounted under /api/ by annotation/urls.py)."""
+
 from django.urls import include, path
 
 from . import api

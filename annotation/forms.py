@@ -1,6 +1,7 @@
 """Forms of the annotation pages. They check types and ranges only; the study rules (a run of
 the same collection, a book of that collection, enough usable negatives, a valid label schema)
 stay in `annotation.services`, whose InputError names the field the form shows it under."""
+
 from __future__ import annotations
 
 import json
@@ -65,36 +66,74 @@ class QualitySettingsForm(forms.Form):
     empty, a setting keeps the service's default; an empty threshold means no qualification round."""
 
     qualification_threshold = forms.FloatField(
-        min_value=0, max_value=1, required=False, label="Qualification pass threshold",
+        min_value=0,
+        max_value=1,
+        required=False,
+        label="Qualification pass threshold",
         help_text="Share correct needed, e.g. 0.9. Empty: no qualification round.",
     )
     qualification_questions = forms.IntegerField(
-        min_value=0, required=False, initial=0, label="Qualification questions",
+        min_value=0,
+        required=False,
+        initial=0,
+        label="Qualification questions",
         help_text="Items with a known answer (from the qrels) drawn as the round's questions.",
     )
-    qualification_attempts = forms.IntegerField(min_value=1, max_value=20, required=False, initial=2,
-                                                label="Qualification attempts", help_text="Retries allowed, the first included.")
-    gold_rate = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.0, label="Hidden gold rate",
-                                 help_text="Share of formal items that are hidden gold checks.")
-    gold_accuracy_threshold = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.7,
-                                               help_text="Flag annotators below this gold accuracy.")
-    fast_fraction = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.3, label="Too-fast fraction",
-                                     help_text="Flag annotators whose median time is below this share of the study's.")
-    peer_review_rate = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.0,
-                                        help_text="Share of each annotator's judgments sampled for peer review.")
-    peer_pass_target = forms.FloatField(min_value=0, max_value=1, required=False, initial=0.95,
-                                        label="Peer pass-rate target")
+    qualification_attempts = forms.IntegerField(
+        min_value=1,
+        max_value=20,
+        required=False,
+        initial=2,
+        label="Qualification attempts",
+        help_text="Retries allowed, the first included.",
+    )
+    gold_rate = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        required=False,
+        initial=0.0,
+        label="Hidden gold rate",
+        help_text="Share of formal items that are hidden gold checks.",
+    )
+    gold_accuracy_threshold = forms.FloatField(
+        min_value=0, max_value=1, required=False, initial=0.7, help_text="Flag annotators below this gold accuracy."
+    )
+    fast_fraction = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        required=False,
+        initial=0.3,
+        label="Too-fast fraction",
+        help_text="Flag annotators whose median time is below this share of the study's.",
+    )
+    peer_review_rate = forms.FloatField(
+        min_value=0,
+        max_value=1,
+        required=False,
+        initial=0.0,
+        help_text="Share of each annotator's judgments sampled for peer review.",
+    )
+    peer_pass_target = forms.FloatField(
+        min_value=0, max_value=1, required=False, initial=0.95, label="Peer pass-rate target"
+    )
 
     QUALITY_FIELDS = (
-        "qualification_threshold", "qualification_questions", "qualification_attempts", "gold_rate",
-        "gold_accuracy_threshold", "fast_fraction", "peer_review_rate", "peer_pass_target",
+        "qualification_threshold",
+        "qualification_questions",
+        "qualification_attempts",
+        "gold_rate",
+        "gold_accuracy_threshold",
+        "fast_fraction",
+        "peer_review_rate",
+        "peer_pass_target",
     )
 
     def quality_settings(self) -> dict:
         """`apply_quality_settings`'s arguments: the threshold as given, the others when given."""
         data = self.cleaned_data
         settings = {
-            name: data[name] for name in self.QUALITY_FIELDS
+            name: data[name]
+            for name in self.QUALITY_FIELDS
             if name not in ("qualification_threshold", "qualification_questions") and data[name] is not None
         }
         return {"qualification_threshold": data["qualification_threshold"], **settings}
@@ -105,7 +144,10 @@ class QualitySettingsForm(forms.Form):
     def sections(self) -> list[tuple[str, list]]:
         """The form's fields as the page groups them: the study itself, then quality control."""
         quality = [self[name] for name in self.QUALITY_FIELDS]
-        return [("Study", [field for field in self if field.name not in self.QUALITY_FIELDS]), ("Quality control", quality)]
+        return [
+            ("Study", [field for field in self if field.name not in self.QUALITY_FIELDS]),
+            ("Quality control", quality),
+        ]
 
     def study_settings(self) -> dict:
         """The create service's arguments: every field but the quality settings."""
@@ -128,11 +170,14 @@ class StudyBasicsForm(ServiceErrorsMixin, forms.Form):
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False)
     annotators = AnnotatorChoiceField(
         queryset=get_user_model().objects.filter(is_active=True).order_by("username"),
-        required=False, widget=forms.CheckboxSelectMultiple,
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="Who may work on it. None ticked: every active annotator.",
     )
     claim_minutes = forms.IntegerField(
-        min_value=1, initial=30, label="Claim expires after (minutes)",
+        min_value=1,
+        initial=30,
+        label="Claim expires after (minutes)",
         help_text="An item left unanswered this long goes back to the queue.",
     )
 
@@ -141,23 +186,41 @@ class ProxyStudyForm(StudyBasicsForm, QualitySettingsForm):
     """The settings of `create_proxy_study`, under the same names."""
 
     negatives_run = RunChoiceField(
-        queryset=finished_runs(), label="Negatives from run",
+        queryset=finished_runs(),
+        label="Negatives from run",
         help_text="The best-ranked usable passages of this run become the negatives.",
     )
     items = forms.IntegerField(min_value=1, initial=100, label="Number of items")
     candidates = forms.IntegerField(
-        min_value=MIN_CANDIDATES, max_value=MAX_CANDIDATES, initial=3, label="Candidates per item (k)",
+        min_value=MIN_CANDIDATES,
+        max_value=MAX_CANDIDATES,
+        initial=3,
+        label="Candidates per item (k)",
         help_text="The gold and k - 1 negatives.",
     )
     single_sentence = forms.BooleanField(required=False, label="Single-sentence quotations only")
     book = BookChoiceField(
         queryset=Document.objects.select_related("collection").order_by("collection__name", "ordinal"),
-        required=False, label="Book", help_text="Only queries about this book (optional).",
+        required=False,
+        label="Book",
+        help_text="Only queries about this book (optional).",
     )
 
     field_order = [
-        "name", "collection", "negatives_run", "items", "candidates", "judgments_per_item", "seed", "context_left",
-        "context_right", "single_sentence", "book", "guidelines", "annotators", "claim_minutes",
+        "name",
+        "collection",
+        "negatives_run",
+        "items",
+        "candidates",
+        "judgments_per_item",
+        "seed",
+        "context_left",
+        "context_right",
+        "single_sentence",
+        "book",
+        "guidelines",
+        "annotators",
+        "claim_minutes",
         *QualitySettingsForm.QUALITY_FIELDS,
     ]
 
@@ -171,14 +234,16 @@ class LabelSchemaForm(StudyBasicsForm):
     )
     spans = forms.ChoiceField(
         choices=[("", "No spans"), *((target, f"Spans on the {target}") for target in SPAN_TARGETS)],
-        required=False, label="Span marking",
+        required=False,
+        label="Span marking",
     )
     spans_required = forms.BooleanField(required=False, label="At least one span required")
     rubric = forms.CharField(
-        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}), required=False,
+        widget=forms.Textarea(attrs={"rows": 4, "spellcheck": "false", "class": "code"}),
+        required=False,
         label="Rubric fields (JSON)",
         help_text='A list of fields, e.g. [{"name": "specificity", "values": [0, 1], "labels": {"0": "broad", '
-                  '"1": "specific"}}]. Empty: no rubric.',
+        '"1": "specific"}}]. Empty: no rubric.',
     )
     rationale = forms.ChoiceField(
         choices=[(mode, f"Rationale: {mode}") for mode in RATIONALE_MODES], initial="none", label="Rationale"
@@ -191,7 +256,9 @@ class LabelSchemaForm(StudyBasicsForm):
         try:
             return json.loads(text)
         except json.JSONDecodeError as error:
-            raise forms.ValidationError(f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})")
+            raise forms.ValidationError(
+                f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
+            ) from None
 
     SCHEMA_FIELDS = ("scale", "question", "spans", "spans_required", "rubric", "rationale", "multi_select")
 
@@ -202,8 +269,12 @@ class LabelSchemaForm(StudyBasicsForm):
 
     def label_schema(self) -> dict:
         data = self.cleaned_data
-        schema = {"rubric": data["rubric"], "rationale": data["rationale"], "spans": data["spans"] or None,
-                  "spans_required": data["spans_required"]}
+        schema = {
+            "rubric": data["rubric"],
+            "rationale": data["rationale"],
+            "spans": data["spans"] or None,
+            "spans_required": data["spans_required"],
+        }
         if "scale" in data:
             schema["scale"] = data["scale"]
         if data["question"].strip():
@@ -217,48 +288,95 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
     """The settings of `create_relevance_study`, plus its label schema and quality control."""
 
     runs = RunsChoiceField(
-        queryset=finished_runs(), required=False, widget=forms.CheckboxSelectMultiple,
+        queryset=finished_runs(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
         help_text="Their top hits are pooled (deduplicated) into (query, passage) items.",
     )
     depth = forms.IntegerField(min_value=1, initial=10, label="Top k of each run")
     use_pools = forms.BooleanField(required=False, label="Add each query's own pool")
-    n_queries = forms.IntegerField(min_value=1, required=False, label="Number of queries",
-                                   help_text="Empty: every query with at least one passage.")
+    n_queries = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="Number of queries",
+        help_text="Empty: every query with at least one passage.",
+    )
     scale = forms.ChoiceField(choices=[(scale, scale) for scale in SCALES], initial="binary")
 
     field_order = [
-        "name", "collection", "runs", "depth", "use_pools", "n_queries", "judgments_per_item", "seed",
-        "context_left", "context_right", "scale", "question", "spans", "spans_required", "rationale", "rubric",
-        *QualitySettingsForm.QUALITY_FIELDS, "guidelines", "annotators", "claim_minutes",
+        "name",
+        "collection",
+        "runs",
+        "depth",
+        "use_pools",
+        "n_queries",
+        "judgments_per_item",
+        "seed",
+        "context_left",
+        "context_right",
+        "scale",
+        "question",
+        "spans",
+        "spans_required",
+        "rationale",
+        "rubric",
+        *QualitySettingsForm.QUALITY_FIELDS,
+        "guidelines",
+        "annotators",
+        "claim_minutes",
     ]
-
 
 
 class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
     """The settings of `create_quotability_study`, plus its schema and quality control."""
 
     multi_select = forms.BooleanField(
-        required=False, label="Pilot: select all quotable paragraphs of a source",
+        required=False,
+        label="Pilot: select all quotable paragraphs of a source",
         help_text="One item per context showing every paragraph of its source.",
     )
-    run = RunChoiceField(queryset=finished_runs(), required=False, help_text="Whose paragraphs are judged (not for the pilot).")
+    run = RunChoiceField(
+        queryset=finished_runs(), required=False, help_text="Whose paragraphs are judged (not for the pilot)."
+    )
     selection = forms.ChoiceField(
-        choices=[("top_non_gold", "The run's top paragraph, where it is not the gold"),
-                 ("top_k", "The run's top k paragraphs")],
+        choices=[
+            ("top_non_gold", "The run's top paragraph, where it is not the gold"),
+            ("top_k", "The run's top k paragraphs"),
+        ],
         initial="top_non_gold",
     )
     depth = forms.IntegerField(min_value=1, initial=1, label="Top k (for top k)")
     candidates_from = forms.ChoiceField(
-        choices=[("document", "The gold's source document"), ("pool", "The query's own pool")], initial="document",
+        choices=[("document", "The gold's source document"), ("pool", "The query's own pool")],
+        initial="document",
         label="Pilot paragraphs from",
     )
-    n_queries = forms.IntegerField(min_value=1, required=False, label="Number of contexts",
-                                   help_text="Empty: every context that gives an item.")
+    n_queries = forms.IntegerField(
+        min_value=1, required=False, label="Number of contexts", help_text="Empty: every context that gives an item."
+    )
 
     field_order = [
-        "name", "collection", "multi_select", "run", "selection", "depth", "candidates_from", "n_queries",
-        "judgments_per_item", "seed", "context_left", "context_right", "question", "spans", "spans_required",
-        "rationale", "rubric", *QualitySettingsForm.QUALITY_FIELDS, "guidelines", "annotators", "claim_minutes",
+        "name",
+        "collection",
+        "multi_select",
+        "run",
+        "selection",
+        "depth",
+        "candidates_from",
+        "n_queries",
+        "judgments_per_item",
+        "seed",
+        "context_left",
+        "context_right",
+        "question",
+        "spans",
+        "spans_required",
+        "rationale",
+        "rubric",
+        *QualitySettingsForm.QUALITY_FIELDS,
+        "guidelines",
+        "annotators",
+        "claim_minutes",
     ]
 
     def __init__(self, *args, **kwargs):
@@ -266,7 +384,6 @@ class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
         self.fields["judgments_per_item"].initial = 5
         self.fields["context_right"].initial = 0
         self.fields["spans"].choices = [("", "No excerpt span"), ("passage", "Mark the excerpt in the paragraph")]
-
 
 
 class PositionsField(forms.Field):
@@ -364,11 +481,13 @@ class JudgmentForm(forms.Form):
         try:
             return json.loads(text)
         except json.JSONDecodeError:
-            raise forms.ValidationError("The marked spans could not be read; mark them again.")
+            raise forms.ValidationError("The marked spans could not be read; mark them again.") from None
 
     def rubric(self) -> dict[str, str]:
         """The rubric radios answered, by field name (values as posted: the service checks them)."""
-        return {key.removeprefix(RUBRIC_PREFIX): value for key, value in self.data.items() if key.startswith(RUBRIC_PREFIX)}
+        return {
+            key.removeprefix(RUBRIC_PREFIX): value for key, value in self.data.items() if key.startswith(RUBRIC_PREFIX)
+        }
 
     def answer(self) -> dict:
         """The answer's parts under `submit_judgment`'s argument names."""
@@ -376,6 +495,9 @@ class JudgmentForm(forms.Form):
         if self.proxy:
             return {"position": data["choice"]}
         return {
-            "label": data["label"], "spans": data["spans"], "rubric": self.rubric(), "rationale": data["rationale"],
+            "label": data["label"],
+            "spans": data["spans"],
+            "rubric": self.rubric(),
+            "rationale": data["rationale"],
             "selections": data["selections"],
         }

@@ -9,6 +9,7 @@ the scale], "value_labels": {"0": display name, ...}, "question": text shown to 
 its InputError (`label_schema.<key>`). Pure functions on plain data: the annotator payloads and
 the answer validation (services/labels.py) both read schemas through `study_schema`.
 """
+
 from __future__ import annotations
 
 from retrieval.errors import InputError
@@ -24,9 +25,7 @@ SCALES: dict[str, list[int]] = {
 SPAN_TARGETS = ("query", "passage")
 RATIONALE_MODES = ("none", "optional", "required")
 RELEVANCE_QUESTION = "Is this passage relevant to the query?"
-QUOTABILITY_QUESTION = (
-    "Does this paragraph contain an excerpt that would be appropriate to quote in the next sentence?"
-)
+QUOTABILITY_QUESTION = "Does this paragraph contain an excerpt that would be appropriate to quote in the next sentence?"
 MULTI_SELECT_QUESTION = (
     "Which of these paragraphs contain an excerpt that would be appropriate to quote in the next sentence?"
 )
@@ -35,7 +34,10 @@ _DEFAULT_VALUE_LABELS = {
     (Study.Kind.RELEVANCE, "binary"): {"0": "Not relevant", "1": "Relevant"},
     (Study.Kind.RELEVANCE, "graded-0-2"): {"0": "Not relevant", "1": "Partially relevant", "2": "Highly relevant"},
     (Study.Kind.RELEVANCE, "graded-0-3"): {
-        "0": "Irrelevant", "1": "Related", "2": "Highly relevant", "3": "Perfectly relevant",
+        "0": "Irrelevant",
+        "1": "Related",
+        "2": "Highly relevant",
+        "3": "Perfectly relevant",
     },
     (Study.Kind.QUOTABILITY, "binary"): {"0": "No", "1": "Yes"},
 }
@@ -173,8 +175,6 @@ def _schema_rubric(rubric) -> list[dict]:
         labels = _schema_value_labels(entry.get("labels", {}), values, f"{key}.labels")
         fields.append({"name": name, "values": values, "labels": labels})
     return fields
-
-
 
 
 def matches_expected(expected, *, label, selections) -> bool:

@@ -5,6 +5,7 @@ and are read only by staff code paths; annotator-facing selectors never select t
 The rules (creating studies, the work queue, submitting and voiding) live in
 `annotation.services`; what is read back lives in `annotation.selectors`.
 """
+
 from django.conf import settings
 from django.db import models
 from django.db.models import Q
@@ -35,7 +36,9 @@ class Study(models.Model):
     label_schema = models.JSONField(default=dict, blank=True)
     claim_minutes = models.PositiveIntegerField(default=30, help_text="An unfinished claim expires after this.")
     annotators = models.ManyToManyField(
-        settings.AUTH_USER_MODEL, blank=True, related_name="studies",
+        settings.AUTH_USER_MODEL,
+        blank=True,
+        related_name="studies",
         help_text="Who may work on it. Empty: every active annotator.",
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
@@ -50,13 +53,18 @@ class Study(models.Model):
     fast_fraction = models.FloatField(
         default=0.3, help_text="Flag annotators whose median seconds fall below this share of the study median."
     )
-    peer_review_rate = models.FloatField(default=0.0, help_text="Share of each annotator's judgments sampled for peer review.")
+    peer_review_rate = models.FloatField(
+        default=0.0, help_text="Share of each annotator's judgments sampled for peer review."
+    )
     peer_pass_target = models.FloatField(default=0.95, help_text="Peer-review pass rate an annotator should reach.")
     parameters = models.JSONField(
-        default=dict, blank=True,
+        default=dict,
+        blank=True,
         help_text="How the items were drawn (filters, requested count, skipped queries), for reproducibility.",
     )
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -141,11 +149,13 @@ class Assignment(models.Model):
     class Meta:
         constraints = [
             models.UniqueConstraint(
-                fields=["item", "slot"], condition=Q(state__in=LIVE_ASSIGNMENT_STATES),
+                fields=["item", "slot"],
+                condition=Q(state__in=LIVE_ASSIGNMENT_STATES),
                 name="assignment_unique_live_slot",
             ),
             models.UniqueConstraint(
-                fields=["item", "annotator"], condition=Q(state__in=LIVE_ASSIGNMENT_STATES),
+                fields=["item", "annotator"],
+                condition=Q(state__in=LIVE_ASSIGNMENT_STATES),
                 name="assignment_unique_live_annotator",
             ),
         ]
@@ -168,7 +178,9 @@ class Judgment(models.Model):
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
-    assignment = models.OneToOneField(Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgment")
+    assignment = models.OneToOneField(
+        Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgment"
+    )
     choice = models.ForeignKey(ItemCandidate, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     label = models.JSONField(null=True, blank=True)
     spans = models.JSONField(default=list, blank=True)
@@ -181,7 +193,9 @@ class Judgment(models.Model):
     submitted_at = models.DateTimeField(auto_now_add=True)
     voided = models.BooleanField(default=False)
     void_reason = models.TextField(blank=True)
-    voided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    voided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     voided_at = models.DateTimeField(null=True, blank=True)
 
     class Meta:
@@ -191,8 +205,10 @@ class Judgment(models.Model):
     def save(self, *args, **kwargs):
         """Refuse to rewrite an answer: after the first save only the void fields may change."""
         update_fields = kwargs.get("update_fields")
-        if self.pk is not None and not self._state.adding and (
-            update_fields is None or not set(update_fields) <= VOID_FIELDS
+        if (
+            self.pk is not None
+            and not self._state.adding
+            and (update_fields is None or not set(update_fields) <= VOID_FIELDS)
         ):
             raise ValueError("a submitted judgment is immutable; only voiding may change it")
         super().save(*args, **kwargs)
@@ -213,7 +229,9 @@ class QualificationAttempt(models.Model):
     """One pass through a study's qualification items by one annotator."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="qualification_attempts_made")
-    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualification_attempts")
+    annotator = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="qualification_attempts"
+    )
     number = models.PositiveSmallIntegerField()
     started_at = models.DateTimeField(auto_now_add=True)
     finished_at = models.DateTimeField(null=True, blank=True)
@@ -252,7 +270,9 @@ class StudyBlock(models.Model):
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_blocks")
     reason = models.TextField()
     exclude_judgments = models.BooleanField(default=True)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -275,7 +295,9 @@ class AnnotatorFlag(models.Model):
     details = models.JSONField(default=dict, blank=True)
     created_at = models.DateTimeField(auto_now_add=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
-    resolved_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    resolved_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
 
     class Meta:
         ordering = ["-created_at"]
@@ -295,7 +317,7 @@ class PeerReview(models.Model):
 
     judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="peer_reviews")
     reviewer = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="peer_reviews")
-    verdict = models.CharField(max_length=10, choices=Verdict.choices, null=True, blank=True)
+    verdict = models.CharField(max_length=10, choices=Verdict.choices, null=True, blank=True)  # noqa: DJ001 - None: not reviewed yet
     comment = models.TextField(blank=True)
     assigned_at = models.DateTimeField(auto_now_add=True)
     reviewed_at = models.DateTimeField(null=True, blank=True)
@@ -312,5 +334,7 @@ class Adjudication(models.Model):
     label = models.JSONField(null=True, blank=True)
     selections = models.JSONField(default=list, blank=True)
     note = models.TextField(blank=True)
-    decided_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    decided_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
     decided_at = models.DateTimeField(auto_now_add=True)

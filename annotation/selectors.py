@@ -5,6 +5,7 @@ Annotator-facing functions build their dictionaries from an explicit list of fie
 id, position, text) and never touch `is_gold`, `source_run`, `source_rank`, passage or query
 external ids (BIRCO's WhatsThatBook ids give the answer away), nor anyone else's answers.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -145,8 +146,12 @@ def _label_task(study: Study, item: Item) -> dict:
         "question": schema["question"],
         "values": _named_values(schema["values"], schema["value_labels"]),
         "multi_select": schema["multi_select"],
-        "spans": None if target is None else {
-            "target": target, "required": schema["spans_required"], "text": span_target_text(study, item, target),
+        "spans": None
+        if target is None
+        else {
+            "target": target,
+            "required": schema["spans_required"],
+            "text": span_target_text(study, item, target),
         },
         "rubric": [
             {"name": entry["name"], "values": _named_values(entry["values"], entry["labels"])}
@@ -194,7 +199,9 @@ def study_overview(study: Study) -> dict:
         "active_claims": Assignment.objects.filter(item__study=study, state=Assignment.State.ACTIVE).count(),
         "complete_items": study.items.annotate(
             live=Count("assignments", filter=Q(assignments__state=Assignment.State.SUBMITTED))
-        ).filter(live__gte=study.judgments_per_item).count(),
+        )
+        .filter(live__gte=study.judgments_per_item)
+        .count(),
     }
 
 
@@ -217,9 +224,7 @@ def study_export_rows(study: Study) -> Iterator[dict]:
             "query": item.query.external_id,
             "candidates": [c.passage.external_id for c in candidates],
             "gold": next((c.passage.external_id for c in candidates if c.is_gold), None),
-            "sources": {
-                c.passage.external_id: {"run": c.source_run_id, "rank": c.source_rank} for c in candidates
-            },
+            "sources": {c.passage.external_id: {"run": c.source_run_id, "rank": c.source_rank} for c in candidates},
             "role": item.role,
         }
         if study.kind != Study.Kind.PROXY:
@@ -229,8 +234,26 @@ def study_export_rows(study: Study) -> Iterator[dict]:
 
 
 JUDGMENT_COLUMNS = (
-    "judgment", "study", "item", "role", "query", "annotator", "candidate", "choice", "position", "label", "spans",
-    "rubric", "rationale", "selections", "correct", "seconds", "server_seconds", "submitted_at", "source", "voided",
+    "judgment",
+    "study",
+    "item",
+    "role",
+    "query",
+    "annotator",
+    "candidate",
+    "choice",
+    "position",
+    "label",
+    "spans",
+    "rubric",
+    "rationale",
+    "selections",
+    "correct",
+    "seconds",
+    "server_seconds",
+    "submitted_at",
+    "source",
+    "voided",
     "void_reason",
 )
 # Columns holding lists or objects: written as JSON in the CSV export.

@@ -1,9 +1,11 @@
 """Request and response shapes of the annotation API. Validation of rules lives in the services;
 these only check types and shapes."""
+
 from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
-from retrieval.models import Collection, Document, Job, Run
+from jobs.models import Job
+from retrieval.models import Collection, Document, Run
 from retrieval.serializers import TrainingParametersSerializer, service_errors_on_fields
 
 from .models import Study
@@ -22,9 +24,24 @@ class StudySerializer(serializers.ModelSerializer):
     class Meta:
         model = Study
         fields = [
-            "id", "name", "kind", "status", "collection", "negatives_run", "seed", "candidates_per_item",
-            "judgments_per_item", "context_left", "context_right", "guidelines", "label_schema", "claim_minutes",
-            "annotators", "parameters", "created_by", "created_at",
+            "id",
+            "name",
+            "kind",
+            "status",
+            "collection",
+            "negatives_run",
+            "seed",
+            "candidates_per_item",
+            "judgments_per_item",
+            "context_left",
+            "context_right",
+            "guidelines",
+            "label_schema",
+            "claim_minutes",
+            "annotators",
+            "parameters",
+            "created_by",
+            "created_at",
         ]
         read_only_fields = fields
 
@@ -64,8 +81,15 @@ class StudyCreateSerializer(serializers.Serializer):
     label_schema = serializers.JSONField(required=False)
 
     COMMON_FIELDS = (
-        "name", "collection", "judgments_per_item", "seed", "context_left", "context_right", "guidelines",
-        "annotators", "claim_minutes",
+        "name",
+        "collection",
+        "judgments_per_item",
+        "seed",
+        "context_left",
+        "context_right",
+        "guidelines",
+        "annotators",
+        "claim_minutes",
     )
     LABEL_FIELDS = ("queries", "n_queries", "label_schema")
     KIND_FIELDS = {
@@ -130,7 +154,8 @@ class StudyTrainingRequestSerializer(TrainingParametersSerializer):
     context["study"] and the requesting user as context["user"]."""
 
     validation_share = serializers.FloatField(
-        default=DEFAULT_VALIDATION_SHARE, help_text="Share of the judged items held out for early stopping.",
+        default=DEFAULT_VALIDATION_SHARE,
+        help_text="Share of the judged items held out for early stopping.",
     )
 
     def create(self, validated_data) -> Job:

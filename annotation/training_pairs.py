@@ -2,6 +2,7 @@
 `TrainingPair` whose positive is the gold candidate (or, without a gold, the candidate a strict
 majority of annotators chose) and whose hard negatives are the shown candidates nobody chose.
 Candidates some annotator picked are left out: what fooled an expert is not a safe negative."""
+
 from __future__ import annotations
 
 from collections import Counter
@@ -30,13 +31,18 @@ def study_training_pairs(study: Study, mask_token: str | None) -> list[TrainingP
         if positive is None:
             continue
         negatives = tuple(
-            candidate.passage.retrieval_text for candidate in candidates
+            candidate.passage.retrieval_text
+            for candidate in candidates
             if candidate.pk != positive.pk and not choices[candidate.pk]
         )
-        pairs.append(TrainingPair(
-            query_text(item.query, study.context_left, study.context_right, mask_token),
-            positive.passage.retrieval_text, negatives, pair_group(item.query),
-        ))
+        pairs.append(
+            TrainingPair(
+                query_text(item.query, study.context_left, study.context_right, mask_token),
+                positive.passage.retrieval_text,
+                negatives,
+                pair_group(item.query),
+            )
+        )
     if not pairs:
         raise InputError(
             f"study {study.pk} gives no training pairs: its items need a gold candidate or a majority choice",

@@ -5,6 +5,7 @@ kind of item and how a masked query text is split around its slot.
 Annotator-facing functions here build on `annotation.selectors` and add nothing about gold,
 provenance or external ids; the staff functions (`staff_*`) may show them.
 """
+
 from __future__ import annotations
 
 import re
@@ -59,7 +60,7 @@ def masked_text_segments(text: str) -> list[dict]:
     "[masked sentence(s)]", "slot": True}, ...], so the page can style the slot."""
     segments, cursor = [], 0
     for match in MASK_MARKER.finditer(text):
-        segments.append({"text": text[cursor:match.start()], "slot": False})
+        segments.append({"text": text[cursor : match.start()], "slot": False})
         segments.append({"text": match.group(0), "slot": True})
         cursor = match.end()
     segments.append({"text": text[cursor:], "slot": False})
@@ -95,8 +96,11 @@ def label_task(work: dict, study: Study) -> dict:
     query_text = spans["text"] if target == "query" else span_target_text(study, _shown_item(work), "query")
     yes_no = study.kind == Study.Kind.QUOTABILITY
     rubric = [
-        {"name": field["name"], "title": field["name"].replace("_", " ").capitalize(),
-         "options": keyed_values(field["values"])}
+        {
+            "name": field["name"],
+            "title": field["name"].replace("_", " ").capitalize(),
+            "options": keyed_values(field["values"]),
+        }
         for field in work["rubric"]
     ]
     label_options = [] if multi_select else keyed_values(work["values"], yes_no=yes_no)
@@ -114,8 +118,9 @@ def label_task(work: dict, study: Study) -> dict:
         "label_options": label_options,
         "rubric": rubric,
         "rationale": work["rationale"],
-        "keys": _label_keys(label_options, rubric, len(work["candidates"]) if multi_select else 0, span_noun,
-                            work["rationale"]),
+        "keys": _label_keys(
+            label_options, rubric, len(work["candidates"]) if multi_select else 0, span_noun, work["rationale"]
+        ),
     }
 
 
@@ -137,7 +142,9 @@ def keyed_values(values: list[dict], *, yes_no: bool = False) -> list[dict]:
     return [{**entry, "key": key, "named": entry["label"] != key} for entry, key in zip(values, keys)]
 
 
-def _label_keys(label_options: list[dict], rubric: list[dict], selectable: int, span_noun, rationale: str) -> list[dict]:
+def _label_keys(
+    label_options: list[dict], rubric: list[dict], selectable: int, span_noun, rationale: str
+) -> list[dict]:
     """The key legend of a label item, one {"keys", "action"} per line the page shows."""
     legend = []
     if label_options:
@@ -148,12 +155,14 @@ def _label_keys(label_options: list[dict], rubric: list[dict], selectable: int, 
         legend.append({"keys": "Tab", "action": "next field" + (" (rubric, rationale)" if rationale != "none" else "")})
     if span_noun:
         legend.append({"keys": MARK_SPAN_KEY, "action": f"mark the text selected in the {span_noun}"})
-    legend.append({"keys": "Enter", "action": "submit" + (" (Ctrl+Enter in the rationale)" if rationale != "none" else "")})
+    legend.append(
+        {"keys": "Enter", "action": "submit" + (" (Ctrl+Enter in the rationale)" if rationale != "none" else "")}
+    )
     return legend
 
 
 def _key_range(options: list[dict]) -> str:
-    """"0-10 (t for 10)", "0-3", "n / y"."""
+    """ "0-10 (t for 10)", "0-3", "n / y"."""
     keys = [option["key"] for option in options]
     if keys and all(key.isdigit() or key == TEN_KEY for key in keys) and len(keys) > 2:
         digits = [key for key in keys if key.isdigit()]
@@ -217,14 +226,16 @@ def annotator_studies(annotator) -> list[dict]:
     rows = []
     for study in studies:
         progress = annotator_progress(study, annotator)
-        rows.append({
-            "study": study,
-            "progress": progress,
-            "started": progress["done"] > 0 or study.pk in claimed,
-            "finished": progress["total"] > 0 and progress["done"] >= progress["total"],
-            "refusal": annotator_refusal(study, annotator),
-            "reviews": reviews.get(study.pk, 0),
-        })
+        rows.append(
+            {
+                "study": study,
+                "progress": progress,
+                "started": progress["done"] > 0 or study.pk in claimed,
+                "finished": progress["total"] > 0 and progress["done"] >= progress["total"],
+                "refusal": annotator_refusal(study, annotator),
+                "reviews": reviews.get(study.pk, 0),
+            }
+        )
     return rows
 
 
@@ -263,12 +274,14 @@ def staff_study_items(study: Study) -> list[dict]:
         .select_related("annotator", "choice", "voided_by")
         .order_by("submitted_at", "pk")
     ):
-        judgments_by_item[judgment.item_id].append({
-            "judgment": judgment,
-            "option": judgment.choice.position + 1 if judgment.choice else None,
-            "answer": describe_answer(study, schema, label=judgment.label, selections=judgment.selections),
-            "correct": judgment.choice.is_gold if judgment.choice else None,
-        })
+        judgments_by_item[judgment.item_id].append(
+            {
+                "judgment": judgment,
+                "option": judgment.choice.position + 1 if judgment.choice else None,
+                "answer": describe_answer(study, schema, label=judgment.label, selections=judgment.selections),
+                "correct": judgment.choice.is_gold if judgment.choice else None,
+            }
+        )
     items = (
         Item.objects.filter(study=study)
         .select_related("query")
@@ -278,14 +291,16 @@ def staff_study_items(study: Study) -> list[dict]:
     rows = []
     for item in items:
         candidates = sorted(item.candidates.all(), key=lambda candidate: candidate.position)
-        rows.append({
-            "item": item,
-            "expected": None if item.expected_label is None else _describe_key(study, schema, item.expected_label),
-            "candidates": candidates,
-            "gold_option": next((c.position + 1 for c in candidates if c.is_gold), None),
-            "judgments": judgments_by_item[item.pk],
-            "counted": sum(1 for row in judgments_by_item[item.pk] if not row["judgment"].voided),
-        })
+        rows.append(
+            {
+                "item": item,
+                "expected": None if item.expected_label is None else _describe_key(study, schema, item.expected_label),
+                "candidates": candidates,
+                "gold_option": next((c.position + 1 for c in candidates if c.is_gold), None),
+                "judgments": judgments_by_item[item.pk],
+                "counted": sum(1 for row in judgments_by_item[item.pk] if not row["judgment"].voided),
+            }
+        )
     return rows
 
 
@@ -310,7 +325,10 @@ def quality_page(study: Study) -> dict:
     flags = defaultdict(list)
     for flag in AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True).select_related("annotator"):
         flags[flag.annotator.username].append(flag)
-    blocks = {block.annotator.username: block for block in StudyBlock.objects.filter(study=study).select_related("annotator", "created_by")}
+    blocks = {
+        block.annotator.username: block
+        for block in StudyBlock.objects.filter(study=study).select_related("annotator", "created_by")
+    }
     rows = [
         {
             "username": username,
@@ -336,7 +354,11 @@ def describe_answer(study: Study, schema: dict, *, position=None, label=None, se
         return "—" if position is None else f"option {position + 1}"
     if schema["multi_select"]:
         chosen = list(selections or [])
-        return f"paragraph{'s' if len(chosen) > 1 else ''} " + ", ".join(str(p + 1) for p in chosen) if chosen else "none selected"
+        return (
+            f"paragraph{'s' if len(chosen) > 1 else ''} " + ", ".join(str(p + 1) for p in chosen)
+            if chosen
+            else "none selected"
+        )
     if label is None:
         return "—"
     name = schema["value_labels"].get(str(label), str(label))
@@ -350,42 +372,57 @@ def adjudication_rows(study: Study) -> list[dict]:
     schema = study_schema(study)
     disputed = disagreement_items(study)
     items = {
-        item.pk: item for item in Item.objects.filter(pk__in=[row["item"] for row in disputed])
-        .select_related("query").prefetch_related("candidates__passage")
+        item.pk: item
+        for item in Item.objects.filter(pk__in=[row["item"] for row in disputed])
+        .select_related("query")
+        .prefetch_related("candidates__passage")
     }
     judgments = defaultdict(list)
     for judgment in counted_judgments(study).filter(item__in=items):
-        judgments[judgment.item_id].append({
-            "annotator": judgment.annotator.username,
-            "answer": describe_answer(
-                study, schema, position=judgment.choice.position if judgment.choice else None,
-                label=judgment.label, selections=judgment.selections,
-            ),
-            "rubric": judgment.rubric,
-            "rationale": judgment.rationale,
-        })
+        judgments[judgment.item_id].append(
+            {
+                "annotator": judgment.annotator.username,
+                "answer": describe_answer(
+                    study,
+                    schema,
+                    position=judgment.choice.position if judgment.choice else None,
+                    label=judgment.label,
+                    selections=judgment.selections,
+                ),
+                "rubric": judgment.rubric,
+                "rationale": judgment.rationale,
+            }
+        )
     rows = []
     for row in disputed:
         item = items[row["item"]]
         candidates = sorted(item.candidates.all(), key=lambda candidate: candidate.position)
         decision = row["adjudication"]
-        rows.append({
-            **row,
-            "number": row["position"] + 1,
-            "query_text": span_target_text(study, item, "query"),
-            "candidates": candidates,
-            "answers": [
-                {**entry, "text": _describe_key(study, schema, entry["answer"])} for entry in row["answers"]
-            ],
-            "judgments": judgments[item.pk],
-            "decision": None if decision is None else {
-                **decision, "text": describe_answer(
-                    study, schema, position=decision["position"], label=decision["label"],
-                    selections=decision["selections"],
-                ),
-            },
-            "form": _decision_form(study, schema, candidates),
-        })
+        rows.append(
+            {
+                **row,
+                "number": row["position"] + 1,
+                "query_text": span_target_text(study, item, "query"),
+                "candidates": candidates,
+                "answers": [
+                    {**entry, "text": _describe_key(study, schema, entry["answer"])} for entry in row["answers"]
+                ],
+                "judgments": judgments[item.pk],
+                "decision": None
+                if decision is None
+                else {
+                    **decision,
+                    "text": describe_answer(
+                        study,
+                        schema,
+                        position=decision["position"],
+                        label=decision["label"],
+                        selections=decision["selections"],
+                    ),
+                },
+                "form": _decision_form(study, schema, candidates),
+            }
+        )
     return rows
 
 
@@ -402,14 +439,24 @@ def _decision_form(study: Study, schema: dict, candidates: list) -> dict:
     """What the decision form offers: the candidates' positions (proxy, one; multi-select,
     several) or the scale's values."""
     if study.kind == Study.Kind.PROXY:
-        return {"field": "position", "multiple": False,
-                "options": [{"value": c.position, "label": f"option {c.position + 1}"} for c in candidates]}
+        return {
+            "field": "position",
+            "multiple": False,
+            "options": [{"value": c.position, "label": f"option {c.position + 1}"} for c in candidates],
+        }
     if schema["multi_select"]:
-        return {"field": "selections", "multiple": True,
-                "options": [{"value": c.position, "label": f"paragraph {c.position + 1}"} for c in candidates]}
-    return {"field": "label", "multiple": False, "options": [
-        {"value": value, "label": describe_answer(study, schema, label=value)} for value in schema["values"]
-    ]}
+        return {
+            "field": "selections",
+            "multiple": True,
+            "options": [{"value": c.position, "label": f"paragraph {c.position + 1}"} for c in candidates],
+        }
+    return {
+        "field": "label",
+        "multiple": False,
+        "options": [
+            {"value": value, "label": describe_answer(study, schema, label=value)} for value in schema["values"]
+        ],
+    }
 
 
 # The keys of the peer-review verdicts.
@@ -426,7 +473,10 @@ def peer_review_page(payload: dict, study: Study) -> dict:
     answer = payload["answer"]
     item = _shown_item(payload)
     chosen = {answer["position"]} if answer["position"] is not None else set(answer["selections"] or [])
-    candidates = [{**candidate, "chosen": candidate["position"] in chosen} for candidate in keyed_candidates(payload["candidates"])]
+    candidates = [
+        {**candidate, "chosen": candidate["position"] in chosen}
+        for candidate in keyed_candidates(payload["candidates"])
+    ]
     if study.kind != Study.Kind.PROXY and not schema["multi_select"]:
         candidates = candidates[:1]
     spans_by_target = defaultdict(list)
@@ -446,12 +496,18 @@ def peer_review_page(payload: dict, study: Study) -> dict:
             study, schema, position=answer["position"], label=answer["label"], selections=answer["selections"]
         ),
         "rubric": [
-            {"title": name.replace("_", " ").capitalize(), "value": value, "label": rubric_names.get(name, {}).get(str(value), str(value))}
+            {
+                "title": name.replace("_", " ").capitalize(),
+                "value": value,
+                "label": rubric_names.get(name, {}).get(str(value), str(value)),
+            }
             for name, value in (answer["rubric"] or {}).items()
         ],
         "rationale": answer["rationale"],
         "marked_spans": bool(answer["spans"]),
-        "verdicts": [{"value": value, "label": label, "key": VERDICT_KEYS[value]} for value, label in PeerReview.Verdict.choices],
+        "verdicts": [
+            {"value": value, "label": label, "key": VERDICT_KEYS[value]} for value, label in PeerReview.Verdict.choices
+        ],
     }
 
 

@@ -1,4 +1,5 @@
 """Annotation pages; the REST routes live in annotation/api_urls.py under /api/."""
+
 from django.urls import include, path
 
 from . import views

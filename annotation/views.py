@@ -4,6 +4,7 @@ follow them, train a dense retriever on their judgments, void judgments, watch a
 quality, block them and adjudicate. Thin: every
 rule lives in `annotation.services`, every read in `annotation.selectors` /
 `annotation.ui_selectors`."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -59,9 +60,9 @@ from .ui_selectors import (
     annotation_page,
     annotator_studies,
     peer_review_page,
-    quality_page,
     qualification_checkpoint,
     qualification_outcome,
+    quality_page,
     staff_studies,
     staff_study_items,
     staff_study_summary,
@@ -121,7 +122,10 @@ def _submit(request, study: Study) -> None:
         return
     try:
         submission = submit_judgment(
-            annotator=request.user, item=item, seconds=form.cleaned_data["seconds"] or None, **form.answer(),
+            annotator=request.user,
+            item=item,
+            seconds=form.cleaned_data["seconds"] or None,
+            **form.answer(),
         )
     except (SubmissionRejected, InputError) as rejection:
         messages.error(request, f"Your answer was not stored: {rejection}.")
@@ -156,16 +160,17 @@ def study_create(request, kind: str = Study.Kind.PROXY):
     if request.method == "POST" and form.is_valid():
         try:
             creation = create_with_quality(
-                create, quality=form.quality_settings(), qualification_questions=form.question_count(),
-                **form.study_settings(), created_by=request.user,
+                create,
+                quality=form.quality_settings(),
+                qualification_questions=form.question_count(),
+                **form.study_settings(),
+                created_by=request.user,
             )
         except InputError as error:
             form.add_service_error(error)
         else:
             skipped = f"; {len(creation.skipped)} queries skipped" if creation.skipped else ""
-            messages.success(
-                request, f"Study “{creation.study.name}” created with {creation.items} items{skipped}."
-            )
+            messages.success(request, f"Study “{creation.study.name}” created with {creation.items} items{skipped}.")
             return redirect("study_detail", study_id=creation.study.pk)
     return render(request, "annotation/study_form.html", {"form": form, "kind": Study.Kind(kind)})
 
@@ -177,17 +182,28 @@ def _study_with_run(study_id: int) -> Study:
     return get_object_or_404(Study.objects.select_related("collection", "negatives_run"), pk=study_id)
 
 
-def _render_study_detail(request, study: Study, *, training_request: dict | None = None,
-                         training_errors: dict | None = None, status: int = 200):
-    return render(request, "annotation/study_detail.html", {
-        "study": study,
-        "overview": staff_study_summary(study),
-        "items": staff_study_items(study),
-        "training_request": training_request or DEFAULT_STUDY_TRAINING_REQUEST,
-        "training_errors": training_errors or {},
-        "continuable_retrievers": retrieval_selectors.continuable_retrievers(),
-        "default_model": retrieval_selectors.default_dense_model_label(),
-    }, status=status)
+def _render_study_detail(
+    request,
+    study: Study,
+    *,
+    training_request: dict | None = None,
+    training_errors: dict | None = None,
+    status: int = 200,
+):
+    return render(
+        request,
+        "annotation/study_detail.html",
+        {
+            "study": study,
+            "overview": staff_study_summary(study),
+            "items": staff_study_items(study),
+            "training_request": training_request or DEFAULT_STUDY_TRAINING_REQUEST,
+            "training_errors": training_errors or {},
+            "continuable_retrievers": retrieval_selectors.continuable_retrievers(),
+            "default_model": retrieval_selectors.default_dense_model_label(),
+        },
+        status=status,
+    )
 
 
 @staff_required
@@ -201,13 +217,22 @@ def study_train(request, study_id: int):
     """Queue a training on the study's judgments, then show it among the dashboard's jobs
     (post/redirect/get); invalid input re-renders the study page with the errors in its form."""
     study = _study_with_run(study_id)
-    job, errors = save_or_errors(StudyTrainingRequestSerializer(
-        data=request.POST, context={"study": study, "user": request.user}))
+    job, errors = save_or_errors(
+        StudyTrainingRequestSerializer(data=request.POST, context={"study": study, "user": request.user})
+    )
     if job is None:
-        return _render_study_detail(request, study, status=400, training_errors=errors,
-                                    training_request={**DEFAULT_STUDY_TRAINING_REQUEST, **request.POST.dict()})
-    messages.success(request, f"Training of “{job.parameters['name']}” on {job.parameters['pairs']} pairs from the "
-                              f"judgments of “{study.name}” queued as job {job.pk} on the {job.queue} queue.")
+        return _render_study_detail(
+            request,
+            study,
+            status=400,
+            training_errors=errors,
+            training_request={**DEFAULT_STUDY_TRAINING_REQUEST, **request.POST.dict()},
+        )
+    messages.success(
+        request,
+        f"Training of “{job.parameters['name']}” on {job.parameters['pairs']} pairs from the "
+        f"judgments of “{study.name}” queued as job {job.pk} on the {job.queue} queue.",
+    )
     return redirect(reverse("dashboard") + "#jobs")
 
 
@@ -235,9 +260,15 @@ def study_quality(request, study_id: int):
     take on it. Looking refreshes the automatic flags first."""
     study = get_object_or_404(Study, pk=study_id)
     refresh_flags(study)
-    return render(request, "annotation/study_quality.html", {
-        "study": study, "quality": quality_page(study), "designate_form": DesignateForm(),
-    })
+    return render(
+        request,
+        "annotation/study_quality.html",
+        {
+            "study": study,
+            "quality": quality_page(study),
+            "designate_form": DesignateForm(),
+        },
+    )
 
 
 def _quality_url(study_id: int, anchor: str = "") -> str:
@@ -254,8 +285,13 @@ def annotator_block(request, study_id: int):
         return redirect(_quality_url(study.pk))
     annotator = get_object_or_404(get_user_model(), username=form.cleaned_data["annotator"])
     try:
-        block_annotator(study, annotator, by=request.user, reason=form.cleaned_data["reason"],
-                        exclude_judgments=form.cleaned_data["exclude_judgments"])
+        block_annotator(
+            study,
+            annotator,
+            by=request.user,
+            reason=form.cleaned_data["reason"],
+            exclude_judgments=form.cleaned_data["exclude_judgments"],
+        )
     except InputError as error:
         messages.error(request, f"{annotator.username} was not blocked: {error.message}.")
     else:

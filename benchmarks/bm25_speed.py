@@ -12,6 +12,7 @@ candidate set for all. Prints, for all queries:
 and the ratios. Usage, from the project root:
     .venv/bin/python benchmarks/bm25_speed.py [--data ../shared/data] [--reference-queries N]
 """
+
 import argparse
 import json
 import os
@@ -33,7 +34,10 @@ def load_data(data: Path) -> tuple[list[str], list[dict]]:
     for book in BOOKS:
         raw = (data / "gutenberg" / f"{book}.txt").read_text(encoding="utf-8-sig")
         texts += [s.strip() for s in re.split(r"(?<=[.!?;:])\s+", raw) if len(s.strip()) > 20]
-    queries = [json.loads(line) for line in open(data / "birco-relic-dev" / "queries.jsonl", encoding="utf-8")]
+    queries = [
+        json.loads(line)
+        for line in (data / "birco-relic-dev" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
+    ]
     return texts, queries
 
 
@@ -98,12 +102,15 @@ def report(texts: list[str], queries: list[dict], reference_queries: int) -> Non
     print(f"scores identical to rank_bm25 on the timed queries: {identical}")
 
 
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
-    parser.add_argument("--reference-queries", type=int, default=20,
-                        help="queries rank_bm25 is timed on (scaled to all); the contract check uses 20")
+    parser.add_argument(
+        "--reference-queries",
+        type=int,
+        default=20,
+        help="queries rank_bm25 is timed on (scaled to all); the contract check uses 20",
+    )
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="bm25-speed-"))

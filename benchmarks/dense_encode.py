@@ -17,6 +17,7 @@ Usage, from the project root:
     .venv/bin/python benchmarks/dense_encode.py [--data ../shared/data] [--passages 512] [--repeats 3]
     .venv/bin/python benchmarks/dense_encode.py --train [--steps 20] [--batch-size 16]
 """
+
 import argparse
 import json
 import os
@@ -56,8 +57,10 @@ def report_encoding(texts: list[str], repeats: int, batch_size: int) -> None:
         theirs_best, ours_best = min(theirs_best, theirs_time), min(ours_best, ours_time)
     print(f"{len(texts)} passages, batch {batch_size}, device {device}, best of {repeats}")
     print(f"sentence-transformers encode:  {len(texts) / theirs_best:9.1f} passages/s")
-    print(f"ours (retrieval.dense.encode): {len(texts) / ours_best:9.1f} passages/s   "
-          f"ratio {theirs_best / ours_best:.3f} (goal >= 0.9)")
+    print(
+        f"ours (retrieval.dense.encode): {len(texts) / ours_best:9.1f} passages/s   "
+        f"ratio {theirs_best / ours_best:.3f} (goal >= 0.9)"
+    )
     print(f"largest embedding difference:  {np.abs(np.asarray(ours) - np.asarray(theirs)).max():.2e}")
 
 
@@ -86,8 +89,9 @@ def report_training(folder: Path, steps: int, batch_size: int) -> None:
     pairs = [TrainingPair(queries[q], corpus[c], group="relic-dev") for q, c, score in rows if int(score) > 0]
     collection = Collection.objects.create(name="dense-training-benchmark", kind=Collection.Kind.BEIR)
     epochs = -(-steps * batch_size // len(pairs))
-    summary = train_retriever(collection, name="benchmark", pairs=pairs, batch_size=batch_size, epochs=epochs,
-                              max_steps=steps)
+    summary = train_retriever(
+        collection, name="benchmark", pairs=pairs, batch_size=batch_size, epochs=epochs, max_steps=steps
+    )
     print(f"{summary['steps']} steps of {batch_size} pairs ({len(pairs)} pairs), device {summary['device']}")
     print(f"training: {summary['samples_per_second']:.1f} samples/s")
     if "peak_gpu_memory_bytes" in summary:
@@ -119,7 +123,7 @@ def main() -> None:
         if args.train:
             report_training(folder, args.steps, args.batch_size or 16)
         else:
-            texts = list(read_texts(folder / "corpus.jsonl").values())[:args.passages]
+            texts = list(read_texts(folder / "corpus.jsonl").values())[: args.passages]
             report_encoding(texts, args.repeats, args.batch_size or 64)
             report_cache(texts)
     finally:

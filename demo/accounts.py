@@ -4,6 +4,7 @@ Passwords come from MARGINALIA_DEMO_PASSWORD when it is set (one password for ev
 account), else from fixed demo passwords: these accounts exist to try the platform on a laptop
 and must never be seeded on a public server.
 """
+
 from __future__ import annotations
 
 import os

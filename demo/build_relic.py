@@ -6,6 +6,7 @@ The book is segmented with the project's own `retrieval.text.split_sentences`, t
 the importers use, so every quote's start index and length point at exactly the sentences quoted.
 A quote that is not a run of whole sentences of the book is an error, not a silent skip.
 """
+
 from __future__ import annotations
 
 import json
@@ -28,9 +29,11 @@ OUTPUT_PATH = DEMO_DIR / "salt_ledger_relic.json"
 def locate(quote_sentences: list[str], book_sentences: list[str], quote_id: str) -> int:
     """The index where the quote's sentences occur, consecutively and exactly once, in the book."""
     n = len(quote_sentences)
-    starts = [i for i in range(len(book_sentences) - n + 1) if book_sentences[i:i + n] == quote_sentences]
+    starts = [i for i in range(len(book_sentences) - n + 1) if book_sentences[i : i + n] == quote_sentences]
     if len(starts) != 1:
-        raise SystemExit(f"{CONTEXTS_PATH.name}: quote '{quote_id}' occurs {len(starts)} times as whole sentences of the book")
+        raise SystemExit(
+            f"{CONTEXTS_PATH.name}: quote '{quote_id}' occurs {len(starts)} times as whole sentences of the book"
+        )
     return starts[0]
 
 

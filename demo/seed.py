@@ -5,6 +5,7 @@ Every step finds what an earlier call made before making anything, so `seed_demo
 every start of the platform. It runs BM25 in-process (not through Celery): the worker is not up
 yet when scripts/run.sh seeds, and the demo book ranks in well under a second.
 """
+
 from __future__ import annotations
 
 from pathlib import Path
@@ -13,7 +14,7 @@ from django.contrib.auth import get_user_model
 
 from annotation.models import AnnotatorProfile, Study
 from annotation.services import create_proxy_study
-from retrieval.jobs import Progress, no_progress
+from jobs.progress import Progress, no_progress
 from retrieval.models import Collection, Retriever, Run
 from retrieval.services.importers import import_relic
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever
@@ -58,7 +59,8 @@ def ensure_collection(progress: Progress) -> Collection:
 def ensure_bm25_run(collection: Collection, progress: Progress) -> Run:
     finished = (
         Run.objects.filter(collection=collection, retriever__kind=Retriever.Kind.BM25, status=Run.Status.DONE)
-        .order_by("created_at").first()
+        .order_by("created_at")
+        .first()
     )
     if finished:
         return finished
@@ -70,10 +72,19 @@ def ensure_study(collection: Collection, run: Run, annotators: list, admin, prog
     if existing:
         return existing
     creation = create_proxy_study(
-        name=DEMO_STUDY, collection=collection, negatives_run=run, items=DEMO_STUDY_ITEMS, candidates=3,
+        name=DEMO_STUDY,
+        collection=collection,
+        negatives_run=run,
+        items=DEMO_STUDY_ITEMS,
+        candidates=3,
         # Two demo annotators, so two judgments per item lets them finish the study between them.
-        judgments_per_item=len(annotators), seed=DEMO_STUDY_SEED, single_sentence=True,
-        guidelines=DEMO_GUIDELINES, annotators=annotators, created_by=admin, progress=progress,
+        judgments_per_item=len(annotators),
+        seed=DEMO_STUDY_SEED,
+        single_sentence=True,
+        guidelines=DEMO_GUIDELINES,
+        annotators=annotators,
+        created_by=admin,
+        progress=progress,
     )
     return creation.study
 

@@ -16,6 +16,7 @@ pooled share of each category among all ratings. With equal rater counts this is
 have no rater pairs and are left out of every kappa. The study report itself only feeds items
 with the full number of judgments, so there the counts are always equal.
 """
+
 from __future__ import annotations
 
 import math
@@ -57,12 +58,16 @@ def bootstrap_weights(items: int, resamples: int = BOOTSTRAP_RESAMPLES, seed: in
     rng = np.random.default_rng(seed)
     drawn = rng.integers(0, items, size=(resamples, items))
     offsets = np.arange(resamples)[:, None] * items
-    return np.bincount((drawn + offsets).ravel(), minlength=resamples * items).reshape(resamples, items).astype(np.float64)
+    return (
+        np.bincount((drawn + offsets).ravel(), minlength=resamples * items).reshape(resamples, items).astype(np.float64)
+    )
 
 
 def _safe_ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
     """numerator / denominator with NaN where the denominator is 0 (statistic undefined)."""
-    numerator, denominator = np.broadcast_arrays(np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64))
+    numerator, denominator = np.broadcast_arrays(
+        np.asarray(numerator, dtype=np.float64), np.asarray(denominator, dtype=np.float64)
+    )
     out = np.full(numerator.shape, np.nan)
     np.divide(numerator, denominator, out=out, where=denominator != 0)
     return out

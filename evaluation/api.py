@@ -1,4 +1,5 @@
 """REST endpoints for study reports and qrels exports (staff only)."""
+
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
@@ -19,7 +20,9 @@ class StudyReportAPI(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "model_run", OpenApiTypes.INT, many=True,
+                "model_run",
+                OpenApiTypes.INT,
+                many=True,
                 description="Run(s) on the study's collection to compare with the humans (repeat or comma-separate).",
             )
         ],
@@ -45,11 +48,15 @@ class StudyQrelsAPI(APIView):
     @extend_schema(
         parameters=[
             OpenApiParameter(
-                "aggregate", OpenApiTypes.STR, enum=list(AGGREGATES),
+                "aggregate",
+                OpenApiTypes.STR,
+                enum=list(AGGREGATES),
                 description="majority (ties: the lower label), or the scale value nearest the mean or median.",
             )
         ],
-        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="TREC qrels: qid 0 docid relevance")},
+        responses={
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="TREC qrels: qid 0 docid relevance")
+        },
         description="A relevance study's aggregated labels as TREC qrels; adjudications override the aggregate.",
     )
     def get(self, request, study_id):

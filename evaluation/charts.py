@@ -1,4 +1,5 @@
 """Server-side SVG charts for the staff pages: plain markup, no JavaScript, nothing fetched."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -22,16 +23,26 @@ class Bar:
 def accuracy_bars(report: dict) -> list[Bar]:
     """Accuracy of the human majority, each comparable model and a random annotator, each with
     its 95 % interval (for random: the range a random guesser reaches on as many items)."""
+
     def bar(label, value, interval, kind):
         interval = interval or {}
         return Bar(label, value, interval.get("low"), interval.get("high"), kind)
 
     bars = []
     if report["majority_accuracy"] is not None:
-        bars.append(bar("Humans (majority)", report["majority_accuracy"], report["confidence_intervals"]["majority_accuracy"], "humans"))
+        bars.append(
+            bar(
+                "Humans (majority)",
+                report["majority_accuracy"],
+                report["confidence_intervals"]["majority_accuracy"],
+                "humans",
+            )
+        )
     for model in report["models"].values():
         if model["accuracy"] is not None:
-            bars.append(bar(f"{model['name']} (run {model['run']})", model["accuracy"], model["confidence_interval"], "model"))
+            bars.append(
+                bar(f"{model['name']} (run {model['run']})", model["accuracy"], model["confidence_interval"], "model")
+            )
     random = report["random_baseline"]
     bars.append(bar("Random", random["accuracy"], random["accuracy_range"], "random"))
     return bars
@@ -92,12 +103,14 @@ def bar_chart_svg(bars: list[Bar], title: str, width: int = 640, height: int = 3
             parts.append(
                 f'<path class="error-bar" d="M{centre:.1f},{y(bar.low):.1f}V{y(bar.high):.1f}'
                 f"M{centre - cap:.1f},{y(bar.low):.1f}H{centre + cap:.1f}"
-                f'M{centre - cap:.1f},{y(bar.high):.1f}H{centre + cap:.1f}" stroke="#1d1d1f" stroke-width="1.5" fill="none"/>'
+                f'M{centre - cap:.1f},{y(bar.high):.1f}H{centre + cap:.1f}"'
+                ' stroke="#1d1d1f" stroke-width="1.5" fill="none"/>'
             )
         value_y = y(bar.high if bar.high is not None else bar.value) - 6
         parts.append(
             f'<text x="{centre:.1f}" y="{value_y:.1f}" font-size="11" text-anchor="middle">{bar.value:.1%}</text>'
-            f'<text x="{centre:.1f}" y="{height - bottom + 18}" font-size="11" text-anchor="middle">{escape(label)}</text>'
+            f'<text x="{centre:.1f}" y="{height - bottom + 18}" font-size="11" text-anchor="middle">'
+            f"{escape(label)}</text>"
             "</g>"
         )
     parts.append("</svg>")

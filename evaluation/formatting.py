@@ -1,5 +1,6 @@
 """Study reports as rows for people: the staff page and the command's text output show the same
 tables, built here from the report's JSON payload."""
+
 from __future__ import annotations
 
 AGREEMENT_STATISTICS = (
@@ -98,7 +99,7 @@ def summary_line(report: dict) -> str:
     excluded = report["excluded_items"]
     study = report["study"]
     return (
-        f"Study {study['id']} \"{study['name']}\": {report['items']} items, {report['complete_items']} with "
+        f'Study {study["id"]} "{study["name"]}": {report["items"]} items, {report["complete_items"]} with '
         f"{study['judgments_per_item']} judgments ({len(excluded['incomplete'])} incomplete, "
         f"{len(excluded['over_judged'])} over-judged, {len(excluded['without_gold'])} without gold excluded), "
         f"{report['judgments']} counted judgments, {study['candidates_per_item']} options per item."
@@ -145,15 +146,28 @@ def proxy_report_as_text(report: dict) -> str:
             [("statistic", "statistic"), ("value", "value"), ("interval", level), ("random", "random annotators")],
         ),
         _text_table(
-            "Annotators", annotator_rows(report),
-            [("annotator", "annotator"), ("judgments", "judgments"), ("correct", "correct"), ("accuracy", "accuracy"),
-             ("gold", "hidden gold correct")],
+            "Annotators",
+            annotator_rows(report),
+            [
+                ("annotator", "annotator"),
+                ("judgments", "judgments"),
+                ("correct", "correct"),
+                ("accuracy", "accuracy"),
+                ("gold", "hidden gold correct"),
+            ],
         ),
         _text_table(
             "Models",
             model_rows(report),
-            [("run", "run"), ("name", "name"), ("accuracy", "accuracy"), ("interval", level),
-             ("coverage", "coverage"), ("p_value", "McNemar p"), ("note", "")],
+            [
+                ("run", "run"),
+                ("name", "name"),
+                ("accuracy", "accuracy"),
+                ("interval", level),
+                ("coverage", "coverage"),
+                ("p_value", "McNemar p"),
+                ("note", ""),
+            ],
         ),
         _text_table(
             "Items where all annotators chose the same wrong option",
@@ -186,7 +200,7 @@ def label_summary_line(report: dict) -> str:
     study = report["study"]
     unit = "paragraphs" if study["multi_select"] else "items"
     return (
-        f"Study {study['id']} \"{study['name']}\" ({study['kind']}, {study['scale']} scale): {report['items']} items, "
+        f'Study {study["id"]} "{study["name"]}" ({study["kind"]}, {study["scale"]} scale): {report["items"]} items, '
         f"{report['judged_items']} judged, {report['complete_items']} with {study['judgments_per_item']} judgments; "
         f"{report['judgments']} counted judgments on {report['units']} {unit}; "
         f"{report['ties']} majority ties, {report['adjudicated']} adjudicated."
@@ -201,36 +215,81 @@ def label_agreement_rows(report: dict) -> list[dict]:
         for level, value in agreement["krippendorff_alpha"].items()
     ]
     fleiss = agreement["fleiss_kappa"]
-    rows.append({
-        "statistic": "Fleiss kappa (labels as categories)",
-        "value": format_value(fleiss["value"], "kappa"),
-        "note": f"{fleiss['units']} units with {fleiss['raters_per_unit'] or 0} labels; {fleiss['units_left_out']} left out",
-    })
+    rows.append(
+        {
+            "statistic": "Fleiss kappa (labels as categories)",
+            "value": format_value(fleiss["value"], "kappa"),
+            "note": (
+                f"{fleiss['units']} units with {fleiss['raters_per_unit'] or 0} labels; "
+                f"{fleiss['units_left_out']} left out"
+            ),
+        }
+    )
     for name, kappa in agreement["cohen_kappa"].items():
-        rows.append({
-            "statistic": f"Mean pairwise Cohen kappa ({KAPPA_LABELS[name]})",
-            "value": format_value(kappa["mean"], "kappa"),
-            "note": f"{kappa['pairs']} annotator pairs",
-        })
+        rows.append(
+            {
+                "statistic": f"Mean pairwise Cohen kappa ({KAPPA_LABELS[name]})",
+                "value": format_value(kappa["mean"], "kappa"),
+                "note": f"{kappa['pairs']} annotator pairs",
+            }
+        )
     spans = report["spans"]
     if spans is not None:
         note = f"{spans['items']} items with two or more annotators' spans on the {spans['target']}"
-        rows.append({"statistic": "Span token F1 (mean pairwise)", "value": format_value(spans["token_f1"], "kappa"), "note": note})
-        rows.append({"statistic": "Span exact match (share of pairs)", "value": format_value(spans["exact_match"]), "note": note})
-        rows.append({"statistic": "Excerpt BOW-F1 (mean pairwise)", "value": format_value(spans["bow_f1"], "kappa"), "note": note})
-        rows.append({"statistic": "Excerpt exact match, words (share of pairs)", "value": format_value(spans["text_exact_match"]), "note": note})
+        rows.append(
+            {
+                "statistic": "Span token F1 (mean pairwise)",
+                "value": format_value(spans["token_f1"], "kappa"),
+                "note": note,
+            }
+        )
+        rows.append(
+            {
+                "statistic": "Span exact match (share of pairs)",
+                "value": format_value(spans["exact_match"]),
+                "note": note,
+            }
+        )
+        rows.append(
+            {
+                "statistic": "Excerpt BOW-F1 (mean pairwise)",
+                "value": format_value(spans["bow_f1"], "kappa"),
+                "note": note,
+            }
+        )
+        rows.append(
+            {
+                "statistic": "Excerpt exact match, words (share of pairs)",
+                "value": format_value(spans["text_exact_match"]),
+                "note": note,
+            }
+        )
     for name, field in report["rubric"].items():
         for level, value in field["krippendorff_alpha"].items():
-            rows.append({
-                "statistic": f"Rubric {name}: Krippendorff alpha ({level})",
-                "value": format_value(value, "kappa"),
-                "note": f"{field['judgments']} judgments",
-            })
+            rows.append(
+                {
+                    "statistic": f"Rubric {name}: Krippendorff alpha ({level})",
+                    "value": format_value(value, "kappa"),
+                    "note": f"{field['judgments']} judgments",
+                }
+            )
     selections = report["selections"]
     if selections is not None:
         note = f"{selections['items']} items with two or more annotators"
-        rows.append({"statistic": "Selections: mean pairwise Jaccard", "value": format_value(selections["jaccard"], "kappa"), "note": note})
-        rows.append({"statistic": "Selections: mean pairwise F1", "value": format_value(selections["f1"], "kappa"), "note": note})
+        rows.append(
+            {
+                "statistic": "Selections: mean pairwise Jaccard",
+                "value": format_value(selections["jaccard"], "kappa"),
+                "note": note,
+            }
+        )
+        rows.append(
+            {
+                "statistic": "Selections: mean pairwise F1",
+                "value": format_value(selections["f1"], "kappa"),
+                "note": note,
+            }
+        )
     return rows
 
 
@@ -298,16 +357,19 @@ def aggregate_rows(report: dict) -> list[dict]:
         else:
             majority = "n/a" if entry["majority"] is None else _label_name(report, entry["majority"])
         adjudicated = entry["adjudicated"]
-        rows.append({
-            "item": entry["item"],
-            "query": entry["query"],
-            "passage": entry["passage"] + (f" (paragraph {entry['position'] + 1})" if report["study"]["multi_select"] else ""),
-            "labels": " ".join(str(label) for label in entry["labels"]) or "none yet",
-            "majority": majority,
-            "mean": _number(entry["mean"]),
-            "median": _number(entry["median"]),
-            "adjudicated": "" if adjudicated is None else _label_name(report, adjudicated),
-        })
+        rows.append(
+            {
+                "item": entry["item"],
+                "query": entry["query"],
+                "passage": entry["passage"]
+                + (f" (paragraph {entry['position'] + 1})" if report["study"]["multi_select"] else ""),
+                "labels": " ".join(str(label) for label in entry["labels"]) or "none yet",
+                "majority": majority,
+                "mean": _number(entry["mean"]),
+                "median": _number(entry["median"]),
+                "adjudicated": "" if adjudicated is None else _label_name(report, adjudicated),
+            }
+        )
     return rows
 
 
@@ -315,28 +377,51 @@ def label_report_as_text(report: dict) -> str:
     """A relevance or quotability study's report as plain-text tables."""
     sections = [
         label_summary_line(report) + f"\nComputed {report['computed_at'][:19].replace('T', ' ')} UTC.",
-        _text_table("Agreement", label_agreement_rows(report),
-                    [("statistic", "statistic"), ("value", "value"), ("note", "")]),
+        _text_table(
+            "Agreement", label_agreement_rows(report), [("statistic", "statistic"), ("value", "value"), ("note", "")]
+        ),
     ]
     quotable = quotable_line(report)
     if quotable:
         sections.append(quotable)
     sections += [
         _text_table(
-            "Annotators", label_annotator_rows(report),
-            [("annotator", "annotator"), ("judgments", "judgments"), ("gold", "gold correct"),
-             ("gold_accuracy", "gold accuracy"), ("agreement", "agrees with majority"),
-             ("median_seconds", "median seconds")],
+            "Annotators",
+            label_annotator_rows(report),
+            [
+                ("annotator", "annotator"),
+                ("judgments", "judgments"),
+                ("gold", "gold correct"),
+                ("gold_accuracy", "gold accuracy"),
+                ("agreement", "agrees with majority"),
+                ("median_seconds", "median seconds"),
+            ],
         ),
         _text_table(
-            "Model scores against mean human grades", label_model_rows(report),
-            [("run", "run"), ("name", "name"), ("coverage", "units scored"), ("spearman", "Spearman rho"),
-             ("kendall", "Kendall tau-b"), ("note", "")],
+            "Model scores against mean human grades",
+            label_model_rows(report),
+            [
+                ("run", "run"),
+                ("name", "name"),
+                ("coverage", "units scored"),
+                ("spearman", "Spearman rho"),
+                ("kendall", "Kendall tau-b"),
+                ("note", ""),
+            ],
         ),
         _text_table(
-            "Aggregated labels", aggregate_rows(report),
-            [("item", "item"), ("query", "query"), ("passage", "passage"), ("labels", "labels"),
-             ("majority", "majority"), ("mean", "mean"), ("median", "median"), ("adjudicated", "adjudicated")],
+            "Aggregated labels",
+            aggregate_rows(report),
+            [
+                ("item", "item"),
+                ("query", "query"),
+                ("passage", "passage"),
+                ("labels", "labels"),
+                ("majority", "majority"),
+                ("mean", "mean"),
+                ("median", "median"),
+                ("adjudicated", "adjudicated"),
+            ],
         ),
     ]
     return "\n\n".join(sections)

@@ -14,6 +14,7 @@ Conventions shared with `evaluation.agreement`: malformed input raises ValueErro
 offending item or position; a statistic that is undefined on well-formed data (no unit rated
 twice, every rating identical) is NaN, not an exception, so a report can show "undefined".
 """
+
 from __future__ import annotations
 
 import itertools
@@ -219,8 +220,10 @@ def cohen_kappa(first: Sequence, second: Sequence, weights: str | None = None, l
         for position, label in enumerate(sequence):
             if _is_missing(label):
                 raise ValueError(f"{rater} rater, item {position}: missing label; keep only items both raters labelled")
-    scale = list(labels) if labels is not None else _sorted_labels(
-        itertools.chain(first, second), "the raters' labels (give `labels` in scale order)"
+    scale = (
+        list(labels)
+        if labels is not None
+        else _sorted_labels(itertools.chain(first, second), "the raters' labels (give `labels` in scale order)")
     )
     position_of = {label: position for position, label in enumerate(scale)}
     if len(position_of) != len(scale):
@@ -325,8 +328,10 @@ def fleiss_kappa_from_labels(
     for item, labels in enumerate(labels_per_item):
         if any(_is_missing(label) for label in labels):
             raise ValueError(f"item {item}: missing label; leave it out of the item's list")
-    scale = list(categories) if categories is not None else _sorted_labels(
-        itertools.chain.from_iterable(labels_per_item), "the labels (give `categories`)"
+    scale = (
+        list(categories)
+        if categories is not None
+        else _sorted_labels(itertools.chain.from_iterable(labels_per_item), "the labels (give `categories`)")
     )
     index_of = {label: position for position, label in enumerate(scale)}
     sizes = [len(labels) for labels in labels_per_item]

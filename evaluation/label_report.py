@@ -8,6 +8,7 @@ the pilot's selections get the same alpha, kappa and majority statistics as yes/
 Only formal work items and counted judgments (`annotation.selectors.counted_judgments`) enter
 the statistics; hidden gold judgments feed gold accuracy only.
 """
+
 from __future__ import annotations
 
 import itertools
@@ -86,7 +87,9 @@ class LabelData:
 
 def require_label_study(study: Study) -> None:
     if study.kind == Study.Kind.PROXY:
-        raise InputError(f"study {study.pk} is a proxy study; this report covers relevance and quotability studies", field="study")
+        raise InputError(
+            f"study {study.pk} is a proxy study; this report covers relevance and quotability studies", field="study"
+        )
 
 
 def label_data(study: Study) -> LabelData:
@@ -138,7 +141,7 @@ def alpha_levels(values: Sequence[int]) -> tuple[str, ...]:
 def krippendorff_alphas(triples: Sequence[tuple[Hashable, Hashable, int]], levels: Iterable[str]) -> dict:
     """Krippendorff's alpha at each level from (rater, unit, value) triples; null when undefined."""
     if not triples:
-        return {level: None for level in levels}
+        return dict.fromkeys(levels)
     matrix = stats.reliability_matrix(triples).values
     return {level: finite_or_none(stats.krippendorff_alpha(matrix, level)) for level in levels}
 
@@ -327,7 +330,9 @@ def _quotable_share(data: LabelData) -> dict:
         "items": estimate.items,
         "ties_counted_not_quotable": ties,
         "adjudicated": adjudicated,
-        "interval": None if estimate.interval is None else {"low": estimate.interval.low, "high": estimate.interval.high},
+        "interval": None
+        if estimate.interval is None
+        else {"low": estimate.interval.low, "high": estimate.interval.high},
         "method": "wilson",
         "level": CONFIDENCE_LEVEL,
         "rule": QUOTABLE_RULE,
@@ -375,7 +380,11 @@ def _annotators(data: LabelData, majorities: dict[tuple[int, int], int | None]) 
 
 
 def _correlation_entry(result: stats.RankCorrelation) -> dict:
-    return {"statistic": finite_or_none(result.statistic), "p_value": finite_or_none(result.p_value), "items": result.items}
+    return {
+        "statistic": finite_or_none(result.statistic),
+        "p_value": finite_or_none(result.p_value),
+        "items": result.items,
+    }
 
 
 def _model_section(data: LabelData, run: Run) -> dict:
@@ -385,8 +394,13 @@ def _model_section(data: LabelData, run: Run) -> dict:
     rated = [unit for unit in data.units if data.ratings[unit.key]]
     scored = [unit for unit in rated if (unit.item.query_id, unit.candidate.passage_id) in scores]
     section = {
-        "run": run.pk, "name": str(run.retriever), "retriever": run.retriever.kind,
-        "rated_units": len(rated), "covered_units": len(scored), "spearman": None, "kendall_tau_b": None,
+        "run": run.pk,
+        "name": str(run.retriever),
+        "retriever": run.retriever.kind,
+        "rated_units": len(rated),
+        "covered_units": len(scored),
+        "spearman": None,
+        "kendall_tau_b": None,
     }
     if len(scored) < MIN_CORRELATION_UNITS:
         return {**section, "reason": f"needs at least {MIN_CORRELATION_UNITS} rated units the run scored"}
@@ -433,7 +447,9 @@ def label_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "judged_items": len(rated_items),
         "complete_items": sum(count >= study.judgments_per_item for count in judgments_per_item.values()),
         "judgments": len(data.answers),
-        "label_counts": {str(value): label_counts.get(value, 0) for value in sorted(set(data.values) | set(label_counts))},
+        "label_counts": {
+            str(value): label_counts.get(value, 0) for value in sorted(set(data.values) | set(label_counts))
+        },
         "agreement": _agreement(data),
         "spans": _span_agreement(data),
         "rubric": _rubric_agreement(data),

@@ -1,5 +1,6 @@
 """Stored reports are caches: each row keeps the fingerprint of the inputs it was computed
 from, and is recomputed when the judgments, items or model runs behind it have changed."""
+
 from django.db import models
 
 from annotation.models import Study
@@ -15,9 +16,7 @@ class StudyReport(models.Model):
     computed_at = models.DateTimeField(auto_now=True)
 
     class Meta:
-        constraints = [
-            models.UniqueConstraint(fields=["study", "model_runs_key"], name="studyreport_unique_runs")
-        ]
+        constraints = [models.UniqueConstraint(fields=["study", "model_runs_key"], name="studyreport_unique_runs")]
 
     def __str__(self):
         runs = self.model_runs_key or "no models"

@@ -11,6 +11,7 @@ Staff's adjudication replaces the aggregate of the item. Items nobody judged are
 counted); only formal work items are exported, never hidden gold or qualification items. Two
 items on the same (query, passage) pool their labels.
 """
+
 from __future__ import annotations
 
 import json
@@ -143,15 +144,18 @@ def write_beir_folder(export: QrelsExport, directory: str | Path) -> dict:
         for query in Query.objects.filter(collection=collection).order_by("ordinal", "pk")
     )
     pools: dict[str, list[str]] = {}
-    for query_id, passage_id in PoolEntry.objects.filter(query__collection=collection).order_by(
-        "query__ordinal", "query_id", "position"
-    ).values_list("query__external_id", "passage__external_id"):
+    for query_id, passage_id in (
+        PoolEntry.objects.filter(query__collection=collection)
+        .order_by("query__ordinal", "query_id", "position")
+        .values_list("query__external_id", "passage__external_id")
+    ):
         pools.setdefault(query_id, []).append(passage_id)
     files = {
         "corpus.jsonl": _jsonl(corpus),
         "queries.jsonl": _jsonl(queries),
         "qrels.tsv": "".join(
-            line + "\n" for line in [BEIR_QRELS_HEADER, *(f"{q.query}\t{q.passage}\t{q.relevance}" for q in export.qrels)]
+            line + "\n"
+            for line in [BEIR_QRELS_HEADER, *(f"{q.query}\t{q.passage}\t{q.relevance}" for q in export.qrels)]
         ),
     }
     if pools:

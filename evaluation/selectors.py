@@ -5,6 +5,7 @@ Staff-only: these read gold flags, known answers and candidate provenance. Stati
 judgments only through `annotation.selectors.counted_judgments` (the one definition of what
 counts), gold accuracy only through `gold_judgments`.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -182,7 +183,9 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
         .distinct()
     )
     adjudications = sorted(
-        Adjudication.objects.filter(item__study=study).values_list("item_id", "choice_id", "label", "selections", "decided_at")
+        Adjudication.objects.filter(item__study=study).values_list(
+            "item_id", "choice_id", "label", "selections", "decided_at"
+        )
     )
     run_states = [
         {"id": run.pk, "status": run.status, **Hit.objects.filter(run=run).aggregate(hits=Count("id"), last=Max("id"))}
@@ -191,8 +194,13 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
     inputs = {
         "format": REPORT_FORMAT,
         "study": [
-            study.kind, study.candidates_per_item, study.judgments_per_item, study.negatives_run_id,
-            study.label_schema, study.context_left, study.context_right,
+            study.kind,
+            study.candidates_per_item,
+            study.judgments_per_item,
+            study.negatives_run_id,
+            study.label_schema,
+            study.context_left,
+            study.context_right,
         ],
         "counted": counted,
         "judgments": every,

@@ -6,6 +6,7 @@ studies get `evaluation.label_report`. `cached_study_report` serves either from 
 Proxy positions are the 0-based display positions of the candidates; the Fleiss category is the
 position, because every item has its own candidates.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -100,7 +101,9 @@ class HumanVotes:
 
 
 def _human_votes(items: Sequence[ShownItem], choices_by_item: dict[int, list[Choice]], categories: int) -> HumanVotes:
-    counts = agreement.counts_table([[choice.position for choice in choices_by_item[item.id]] for item in items], categories)
+    counts = agreement.counts_table(
+        [[choice.position for choice in choices_by_item[item.id]] for item in items], categories
+    )
     gold = np.array([item.gold.position for item in items], dtype=np.int64)
     return HumanVotes(list(items), counts, gold)
 
@@ -116,7 +119,9 @@ def _agreement_section(votes: HumanVotes) -> dict:
     section = {name: agreement.finite_or_none(agreement.share(flags)) for name, flags in per_item.items()}
     section["fleiss_kappa"] = agreement.finite_or_none(agreement.fleiss_kappa(counts))
     section["randolph_kappa"] = agreement.finite_or_none(agreement.randolph_kappa(counts))
-    statistics = {name: (lambda weights, flags=flags: agreement.weighted_mean(flags, weights)) for name, flags in per_item.items()}
+    statistics = {
+        name: (lambda weights, flags=flags: agreement.weighted_mean(flags, weights)) for name, flags in per_item.items()
+    }
     for chance in ("fleiss", "randolph"):
         statistics[f"{chance}_kappa"] = lambda weights, chance=chance: agreement.weighted_kappa(counts, weights, chance)
     section["confidence_intervals"] = {
@@ -132,7 +137,11 @@ def model_answers(run: Run, items: Sequence[ShownItem]) -> dict[int, ShownCandid
     scores = run_scores(run, items)
     answers = {}
     for item in items:
-        scored = [(scores[(item.query_id, c.passage_id)], c) for c in item.candidates if (item.query_id, c.passage_id) in scores]
+        scored = [
+            (scores[(item.query_id, c.passage_id)], c)
+            for c in item.candidates
+            if (item.query_id, c.passage_id) in scores
+        ]
         answers[item.id] = max(scored, key=lambda pair: (pair[0][0], -pair[0][1]))[1] if scored else None
     return answers
 
@@ -167,7 +176,12 @@ def _model_section(
     humans_correct = votes.majority_correct[[row for row, _ in paired]]
     test = agreement.mcnemar_exact(model_correct, humans_correct)
     humans_right_model_wrong = [
-        _item_entry(item, votes.counts[row], model_answer=answers[item.id].position, model_answer_passage=answers[item.id].passage)
+        _item_entry(
+            item,
+            votes.counts[row],
+            model_answer=answers[item.id].position,
+            model_answer_passage=answers[item.id].passage,
+        )
         for row, item in paired
         if votes.unanimous_gold[row] and not answers[item.id].is_gold
     ]
@@ -258,7 +272,10 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
             "without_gold": [item.id for item in shown if item.gold is None],
         },
         "judgments": len(choices),
-        **{key: human[key] for key in ("fleiss_kappa", "randolph_kappa", "all_agree", "none_agree", "majority_accuracy")},
+        **{
+            key: human[key]
+            for key in ("fleiss_kappa", "randolph_kappa", "all_agree", "none_agree", "majority_accuracy")
+        },
         "confidence_intervals": human["confidence_intervals"],
         "confidence": {
             "level": agreement.CONFIDENCE_LEVEL,

@@ -9,6 +9,7 @@ uses (DESIGN.md), and a token counts as marked when any of its characters lies i
 Empty cases follow the SQuAD convention: two empty selections agree perfectly (F1 = 1),
 an empty selection against a non-empty one not at all (F1 = 0).
 """
+
 from __future__ import annotations
 
 import bisect

@@ -1,4 +1,5 @@
 """Evaluation pages and API routes, full paths (included at "" by marginalia/urls.py)."""
+
 from django.urls import path
 
 from evaluation.api import StudyQrelsAPI, StudyReportAPI

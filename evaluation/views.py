@@ -1,5 +1,6 @@
 """Staff pages for evaluation. Thin: the report comes from evaluation.services, the tables from
 evaluation.formatting and the chart from evaluation.charts."""
+
 from django.shortcuts import get_object_or_404, render
 from django.utils.decorators import method_decorator
 from django.views import View
@@ -62,6 +63,8 @@ def label_context(report: dict) -> dict:
         "aggregate_rows": formatting.aggregate_rows(report),
         "distribution_chart": charts.bar_chart_svg(charts.label_distribution_bars(report), "Share of labels given"),
         "agreement_chart": (
-            charts.bar_chart_svg(agreement_bars, "Annotators' agreement with the majority label") if agreement_bars else None
+            charts.bar_chart_svg(agreement_bars, "Annotators' agreement with the majority label")
+            if agreement_bars
+            else None
         ),
     }

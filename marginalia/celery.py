@@ -3,6 +3,7 @@
 Routing is by task name, so a GPU node runs `celery -A marginalia worker -Q gpu` and receives
 only the work that benefits from it.
 """
+
 import os
 
 from celery import Celery
@@ -19,6 +20,6 @@ app.conf.task_routes = {
     "retrieval.tasks.run_bm25": {"queue": "cpu"},
     "retrieval.tasks.run_dense": {"queue": "gpu"},
     "retrieval.tasks.train_retriever": {"queue": "gpu"},
-    "retrieval.tasks.ping": {"queue": "cpu"},
+    "jobs.tasks.ping": {"queue": "cpu"},
 }
 app.autodiscover_tasks()

@@ -4,6 +4,7 @@ Local default: DEBUG on, SQLite next to the code, Redis on localhost (the run sc
 Production: set DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS, DATABASE_URL, REDIS_URL;
 with DEBUG off the security settings below make `manage.py check --deploy` pass.
 """
+
 import os
 import tempfile
 from pathlib import Path
@@ -42,6 +43,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "jobs",
     "retrieval",
     "annotation",
     "evaluation",
@@ -86,7 +88,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 30, "transaction_mode": "IMMEDIATE"})
     # Test runs get a file of their own (not shared-cache memory, where concurrent threads fail
     # with "table is locked" instead of waiting), one per process so parallel runs never meet.
-    DATABASES["default"]["TEST"] = {"NAME": os.path.join(tempfile.gettempdir(), f"marginalia-test-{os.getpid()}.sqlite3")}
+    DATABASES["default"]["TEST"] = {
+        "NAME": os.path.join(tempfile.gettempdir(), f"marginalia-test-{os.getpid()}.sqlite3")
+    }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [
@@ -140,7 +144,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "CollectionKindEnum": "retrieval.models.Collection.Kind",
         "RetrieverKindEnum": "retrieval.models.Retriever.Kind",
-        "JobStatusEnum": "retrieval.models.Job.Status",
+        "JobStatusEnum": "jobs.models.Job.Status",
         "RunStatusEnum": "retrieval.models.Run.Status",
         "StudyKindEnum": "annotation.models.Study.Kind",
         "StudyStatusEnum": "annotation.models.Study.Status",

@@ -1,5 +1,6 @@
 """Top-level routes: each app owns its pages and API routes; the OpenAPI schema is public to
 signed-in users at /api/schema/."""
+
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
@@ -11,6 +12,7 @@ urlpatterns = [
     path("accounts/login/", auth_views.LoginView.as_view(), name="login"),
     path("accounts/logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("api/schema/", SpectacularAPIView.as_view(permission_classes=[IsAuthenticated]), name="api-schema"),
+    path("", include("jobs.urls")),
     path("", include("retrieval.urls")),
     path("", include("annotation.urls")),
     path("", include("evaluation.urls")),

@@ -1,5 +1,6 @@
 """Who may see staff pages. Lives in retrieval, the base app, so that every app's pages share
 one rule (annotation and evaluation may import retrieval, never the other way round)."""
+
 from functools import wraps
 
 from django.contrib.auth.decorators import login_required

@@ -1,6 +1,7 @@
 """Staff REST API for retrieval: collections, queries, runs (start one; export it as a TREC run
-file), retrievers (train one), jobs (poll progress; cancel) and qrels export. Staff only: queries carry the context around
-the gold answer, and runs reveal which model proposed which candidate."""
+file), retrievers (train one), jobs (poll progress; cancel) and qrels export. Staff only: queries
+carry the context around the gold answer, and runs reveal which model proposed which candidate."""
+
 from __future__ import annotations
 
 import json
@@ -11,19 +12,18 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
-from rest_framework.views import exception_handler as drf_exception_handler
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
 
+from jobs.serializers import JobSerializer
 from retrieval import selectors
 from retrieval.errors import InputError
-from retrieval.jobs import request_cancel, sweep_stale_jobs
 from retrieval.metrics import trec_run_lines
 from retrieval.models import Query
 from retrieval.serializers import (
     CollectionSerializer,
-    JobSerializer,
     QuerySerializer,
     RetrieverSerializer,
     RunDetailSerializer,
@@ -75,9 +75,13 @@ class CollectionViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         return text_download(selectors.trec_qrels_lines(collection), f"{collection.name}.qrels")
 
 
-@extend_schema_view(list=extend_schema(parameters=[
-    OpenApiParameter("collection", int, description="Only this collection's queries."),
-]))
+@extend_schema_view(
+    list=extend_schema(
+        parameters=[
+            OpenApiParameter("collection", int, description="Only this collection's queries."),
+        ]
+    )
+)
 class QueryViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
     serializer_class = QuerySerializer
 
@@ -137,29 +141,6 @@ class RetrieverViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         serializer = self.get_serializer(data=request.data)
         serializer.is_valid(raise_exception=True)
         job = serializer.save()
-        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
-
-
-class JobViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
-    serializer_class = JobSerializer
-
-    def get_queryset(self):
-        return selectors.jobs_for_listing()
-
-    def list(self, request, *args, **kwargs):
-        sweep_stale_jobs()
-        return super().list(request, *args, **kwargs)
-
-    @extend_schema(request=None, responses={202: JobSerializer, 409: JobSerializer})
-    @action(detail=True, methods=["post"])
-    def cancel(self, request, pk=None):
-        """Ask the job to stop: a pending job is cancelled at once, a running one at its next
-        progress report. A finished job answers 409 and stays as it is."""
-        job = self.get_object()
-        if job.is_finished:
-            return Response(JobSerializer(job).data, status=status.HTTP_409_CONFLICT)
-        request_cancel(job)
-        job.refresh_from_db()
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 

@@ -8,12 +8,13 @@ document, we keep a sparse term -> documents matrix whose entries already hold t
 contribution `idf * tf * (k1 + 1) / (tf + k1 * (1 - b + b * dl / avgdl))`, so scoring adds only
 the non-zero contributions (rank_bm25 adds exact zeros everywhere else, which changes nothing).
 """
+
 from __future__ import annotations
 
 import contextlib
 import functools
-import hashlib
 import gc
+import hashlib
 import itertools
 import math
 import operator
@@ -30,8 +31,7 @@ from .errors import InputError
 from .files import write_atomically
 
 if TYPE_CHECKING:  # the index itself stays free of Django, so benchmarks can use it bare
-    from .jobs import Progress
-
+    from jobs.progress import Progress
 DEFAULT_K1 = 0.5
 DEFAULT_B = 0.9
 DEFAULT_EPSILON = 0.25
@@ -126,8 +126,15 @@ def save_term_counts(term_counts: TermCounts, file) -> None:
     # without numpy's fixed-width strings (one long term would pad every other).
     vocabulary = np.frombuffer("\n".join(term_counts.vocabulary).encode("utf-8"), dtype=np.uint8)
     counts = term_counts.counts
-    np.savez(file, vocabulary=vocabulary, data=counts.data, indices=counts.indices, indptr=counts.indptr,
-             shape=np.array(counts.shape), doc_lengths=term_counts.doc_lengths)
+    np.savez(
+        file,
+        vocabulary=vocabulary,
+        data=counts.data,
+        indices=counts.indices,
+        indptr=counts.indptr,
+        shape=np.array(counts.shape),
+        doc_lengths=term_counts.doc_lengths,
+    )
 
 
 def cached_term_counts(texts: Sequence[str], folder: Path | None) -> TermCounts:
@@ -151,13 +158,19 @@ class BM25Index:
     score 0 here where rank_bm25 divides 0 by 0 and returns NaN; everything else is identical.
     """
 
-    def __init__(self, corpus: Sequence[Sequence[str]], k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-                 epsilon: float = DEFAULT_EPSILON):
+    def __init__(
+        self,
+        corpus: Sequence[Sequence[str]],
+        k1: float = DEFAULT_K1,
+        b: float = DEFAULT_B,
+        epsilon: float = DEFAULT_EPSILON,
+    ):
         self._build(TermCounts.from_tokens(corpus), k1, b, epsilon)
 
     @classmethod
-    def from_counts(cls, term_counts: TermCounts, k1: float = DEFAULT_K1, b: float = DEFAULT_B,
-                    epsilon: float = DEFAULT_EPSILON) -> BM25Index:
+    def from_counts(
+        cls, term_counts: TermCounts, k1: float = DEFAULT_K1, b: float = DEFAULT_B, epsilon: float = DEFAULT_EPSILON
+    ) -> BM25Index:
         """The index of an already tokenised candidate set (e.g. from the term-count cache)."""
         index = cls.__new__(cls)
         index._build(term_counts, k1, b, epsilon)

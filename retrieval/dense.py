@@ -6,6 +6,7 @@ per process and device. Encoding sorts texts by token length so each batch pads 
 under fp16 autocast on CUDA and in float32 on CPU, and returns float32 rows in input order;
 on CPU it reproduces `SentenceTransformer.encode` to float rounding.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -16,18 +17,19 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
-import numpy as np  # noqa: E402
-import torch  # noqa: E402
-from django.conf import settings  # noqa: E402
-from django.db.models import Q  # noqa: E402
-from sentence_transformers import SentenceTransformer  # noqa: E402
-from sentence_transformers.sentence_transformer.modules import Normalize  # noqa: E402
-from sentence_transformers.util import batch_to_device  # noqa: E402
+import numpy as np
+import torch
+from django.conf import settings
+from django.db.models import Q
+from sentence_transformers import SentenceTransformer
+from sentence_transformers.sentence_transformer.modules import Normalize
+from sentence_transformers.util import batch_to_device
 
-from .embedding_cache import EmbeddingCache  # noqa: E402
-from .errors import InputError  # noqa: E402
-from .jobs import Progress, no_progress, throttled  # noqa: E402
-from .models import Passage, Retriever  # noqa: E402
+from jobs.progress import Progress, no_progress, throttled
+
+from .embedding_cache import EmbeddingCache
+from .errors import InputError
+from .models import Passage, Retriever
 
 # Texts per forward pass. Larger batches only pay off on a GPU.
 BATCH_SIZE = {"cpu": 64, "cuda": 256}
@@ -66,10 +68,11 @@ def model_folder(model: str) -> Path:
 
     try:
         return Path(snapshot_download(model, local_files_only=True))
-    except Exception as exc:  # noqa: BLE001 - every way of not finding it means the same to the user
+    except Exception as exc:
         raise InputError(
             f"dense model {model!r} is neither a folder nor in the local Hugging Face cache "
-            "(models are never downloaded)", field="model",
+            "(models are never downloaded)",
+            field="model",
         ) from exc
 
 
@@ -124,8 +127,12 @@ def is_normalized(model: SentenceTransformer) -> bool:
 
 def token_lengths(model: SentenceTransformer, texts: list[str]) -> np.ndarray:
     lengths = model.tokenizer(
-        texts, truncation=True, max_length=model.max_seq_length, return_length=True,
-        return_attention_mask=False, return_token_type_ids=False,
+        texts,
+        truncation=True,
+        max_length=model.max_seq_length,
+        return_length=True,
+        return_attention_mask=False,
+        return_token_type_ids=False,
     )["length"]
     return np.asarray(lengths)
 
@@ -137,8 +144,12 @@ def embed_batch(model: SentenceTransformer, texts: list[str]) -> torch.Tensor:
 
 
 def encode(
-    model: SentenceTransformer, texts: list[str], *, batch_size: int | None = None,
-    progress: Progress = no_progress, label: str = "encoding",
+    model: SentenceTransformer,
+    texts: list[str],
+    *,
+    batch_size: int | None = None,
+    progress: Progress = no_progress,
+    label: str = "encoding",
 ) -> np.ndarray:
     """Embeddings of `texts` as float32 rows in input order."""
     device = model.device.type
@@ -151,7 +162,7 @@ def encode(
     model.eval()
     with torch.inference_mode(), torch.autocast(device_type=device, dtype=dtype, enabled=dtype is not None):
         for start in range(0, len(texts), batch_size):
-            rows = order[start:start + batch_size]
+            rows = order[start : start + batch_size]
             vectors = embed_batch(model, [texts[row] for row in rows]).float().cpu().numpy()
             if result is None:
                 result = np.empty((len(texts), vectors.shape[1]), dtype=np.float32)
@@ -186,8 +197,9 @@ class DenseScorer:
         query_vectors = encode(self.query_model, queries, progress=lambda f, m: report(0.1 * f, m), label="queries")
         passage_vectors = self.cache.embeddings(
             passages,
-            lambda texts: encode(self.passage_model, texts, progress=lambda f, m: report(0.1 + 0.9 * f, m),
-                                 label="passages"),
+            lambda texts: encode(
+                self.passage_model, texts, progress=lambda f, m: report(0.1 + 0.9 * f, m), label="passages"
+            ),
         )
         report(1.0, "scored")
         return (query_vectors @ passage_vectors.T).astype(np.float64)

@@ -10,6 +10,7 @@ vectors are never returned.
 Segments are append-only and written atomically (temporary file + `os.replace`), so concurrent
 workers never see half a file; many small segments are merged when a shard is loaded.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -50,9 +51,7 @@ class EmbeddingCache:
         texts = [passage.retrieval_text for passage in passages]
         keys = [(passage.pk, text_digest(text)) for passage, text in zip(passages, texts)]
         shard_keys = [(passage.collection_id, passage.document_id) for passage in passages]
-        found: list[np.ndarray | None] = [
-            self._shard(shard_key).get(key) for shard_key, key in zip(shard_keys, keys)
-        ]
+        found: list[np.ndarray | None] = [self._shard(shard_key).get(key) for shard_key, key in zip(shard_keys, keys)]
         missing = [index for index, vector in enumerate(found) if vector is None]
         if missing:
             vectors = np.asarray(encode([texts[index] for index in missing]), dtype=np.float32)
@@ -93,9 +92,7 @@ class EmbeddingCache:
                     ids, digests, vectors = data["ids"], data["digests"], data["vectors"]
             except FileNotFoundError:  # merged away by another worker meanwhile: its rows are in the merge
                 continue
-            entries.update(
-                ((int(pk), digest.tobytes()), vector) for pk, digest, vector in zip(ids, digests, vectors)
-            )
+            entries.update(((int(pk), digest.tobytes()), vector) for pk, digest, vector in zip(ids, digests, vectors))
             loaded.append(segment)
         if len(loaded) > MAX_SEGMENTS:
             self._merge(folder, entries, loaded)

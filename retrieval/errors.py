@@ -1,5 +1,6 @@
 """The one error type for bad input: it names the file, the line and the field, so a researcher
 can fix the data without reading a traceback."""
+
 from __future__ import annotations
 
 

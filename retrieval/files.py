@@ -1,5 +1,6 @@
 """Writing files that readers see whole or not at all (the embedding cache's segments, exported
 qrels): a hidden temporary sibling, flushed to disk, then renamed into place with `os.replace`."""
+
 from __future__ import annotations
 
 import os

@@ -6,6 +6,7 @@ The per-query functions take plain numbers, so each can be checked against a ref
 Ranks come from `RunQuery.relevant_ranks`, exact over the whole candidate set, so recall@k and
 mean rank are exact even beyond the depth of the stored hits.
 """
+
 from __future__ import annotations
 
 import math
@@ -23,8 +24,13 @@ CUTOFF = 10
 # Plot Retrieval's field of vision: a chunk this many sentence positions or more from every gold
 # chunk earns nothing.
 RODCG_ALPHA = 5
-METRICS = (*(f"recall@{k}" for k in RECALL_CUTOFFS), "mean_rank", f"mrr@{CUTOFF}", f"ndcg@{CUTOFF}",
-           f"n_rodcg@{CUTOFF}")
+METRICS = (
+    *(f"recall@{k}" for k in RECALL_CUTOFFS),
+    "mean_rank",
+    f"mrr@{CUTOFF}",
+    f"ndcg@{CUTOFF}",
+    f"n_rodcg@{CUTOFF}",
+)
 
 
 # --- one query ---------------------------------------------------------------------------------
@@ -101,8 +107,9 @@ class CandidatePositions:
         self.by_document: dict[int | None, list[Located]] = {}
         for candidate in sorted((c for c in candidates if c.position is not None), key=lambda c: c.position):
             self.by_document.setdefault(candidate.document_id, []).append(candidate)
-        self.positions = {document: np.array([c.position for c in located])
-                          for document, located in self.by_document.items()}
+        self.positions = {
+            document: np.array([c.position for c in located]) for document, located in self.by_document.items()
+        }
 
     def gains(self, golds: Sequence[Located]) -> dict[int, float]:
         """f(d) of every candidate with a non-zero gain, by passage id. d is the distance to the
@@ -194,12 +201,13 @@ def _outcomes(run: Run) -> tuple[list[QueryOutcome], int]:
     golds = {
         row[0]: _located(row)
         for row in Passage.objects.filter(qrels__query__collection=run.collection, qrels__relevance__gt=0)
-        .distinct().values_list(*LOCATED_FIELDS)
+        .distinct()
+        .values_list(*LOCATED_FIELDS)
     }
     top_hits: dict[int, list[int]] = {}
-    for query_id, passage_id in Hit.objects.filter(run=run, rank__lte=CUTOFF).order_by(
-        "query_id", "rank"
-    ).values_list("query_id", "passage_id"):
+    for query_id, passage_id in (
+        Hit.objects.filter(run=run, rank__lte=CUTOFF).order_by("query_id", "rank").values_list("query_id", "passage_id")
+    ):
         top_hits.setdefault(query_id, []).append(passage_id)
 
     outcomes = []
@@ -208,14 +216,16 @@ def _outcomes(run: Run) -> tuple[list[QueryOutcome], int]:
         for query in candidate_set.queries:
             result = results[query.pk]
             gains = candidates.gains([golds[pk] for pk in relevances[query.pk]])
-            outcomes.append(QueryOutcome(
-                relevances=relevances[query.pk],
-                relevant_ranks={int(pk): rank for pk, rank in result.relevant_ranks.items()},
-                candidates=result.candidates,
-                top_gains=[gains.get(pk, 0.0) for pk in top_hits.get(query.pk, [])],
-                candidate_gains=list(gains.values()),
-                quote_length=query.quote_length,
-            ))
+            outcomes.append(
+                QueryOutcome(
+                    relevances=relevances[query.pk],
+                    relevant_ranks={int(pk): rank for pk, rank in result.relevant_ranks.items()},
+                    candidates=result.candidates,
+                    top_gains=[gains.get(pk, 0.0) for pk in top_hits.get(query.pk, [])],
+                    candidate_gains=list(gains.values()),
+                    quote_length=query.quote_length,
+                )
+            )
     without_relevant = sum(1 for query in queries if query.pk not in relevances)
     return outcomes, without_relevant
 
@@ -242,8 +252,10 @@ def trec_run_lines(run: Run) -> Iterable[str]:
     """The run's hits as TREC run lines, `qid Q0 docid rank score tag`, scores printed exactly
     (shortest round-trip repr)."""
     tag = run.tag
-    hits = Hit.objects.filter(run=run).order_by("query__ordinal", "query_id", "rank").values_list(
-        "query__external_id", "passage__external_id", "rank", "score"
+    hits = (
+        Hit.objects.filter(run=run)
+        .order_by("query__ordinal", "query_id", "rank")
+        .values_list("query__external_id", "passage__external_id", "rank", "score")
     )
     for query_id, passage_id, rank, score in hits.iterator(chunk_size=10000):
         yield f"{query_id} Q0 {passage_id} {rank} {score!r} {tag}"
@@ -255,4 +267,3 @@ def get_run(run_id, field: str = "run") -> Run:
         return Run.objects.select_related("collection", "retriever").get(pk=int(run_id))
     except (ValueError, TypeError, Run.DoesNotExist):
         raise InputError(f"no run with id {run_id!r}", field=field) from None
-

@@ -1,11 +1,11 @@
-"""Corpora, queries, ground truth, retrievers, runs and jobs.
+"""Corpora, queries, ground truth, retrievers and runs.
 
 A `Collection` is what one import produced: one book (RELiC-style, with sentences and n-sentence
 windows as passages) or a set of documents (BEIR-style, one passage per document). Every ranking
 is computed over a *candidate set*: the windows of one book and one quote length for RELiC, a
 query's own `pool` when it has one (BIRCO), else the whole collection.
 """
-from django.conf import settings
+
 from django.db import models
 
 
@@ -72,9 +72,7 @@ class Passage(models.Model):
 
     class Meta:
         ordering = ["collection_id", "ordinal"]
-        constraints = [
-            models.UniqueConstraint(fields=["collection", "external_id"], name="passage_unique_external_id")
-        ]
+        constraints = [models.UniqueConstraint(fields=["collection", "external_id"], name="passage_unique_external_id")]
         indexes = [models.Index(fields=["document", "length", "start"])]
 
     def __str__(self):
@@ -107,9 +105,7 @@ class Query(models.Model):
     class Meta:
         ordering = ["collection_id", "ordinal"]
         verbose_name_plural = "queries"
-        constraints = [
-            models.UniqueConstraint(fields=["collection", "external_id"], name="query_unique_external_id")
-        ]
+        constraints = [models.UniqueConstraint(fields=["collection", "external_id"], name="query_unique_external_id")]
 
     def __str__(self):
         return self.external_id
@@ -158,50 +154,11 @@ class Retriever(models.Model):
         max_length=1000, blank=True, help_text="Separate query encoder (asymmetric dense); empty: shared."
     )
     trained_on = models.ForeignKey(Collection, null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
-    training_job = models.ForeignKey("Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
+    training_job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="+")
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
         return self.name
-
-
-class Job(models.Model):
-    """A unit of background work and its visible state: what the dashboard polls."""
-
-    class Status(models.TextChoices):
-        PENDING = "pending"
-        RUNNING = "running"
-        SUCCEEDED = "succeeded"
-        FAILED = "failed"
-        CANCELLED = "cancelled"
-
-    kind = models.CharField(max_length=50)
-    queue = models.CharField(max_length=20, default="cpu")
-    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
-    progress = models.FloatField(default=0.0)
-    message = models.CharField(max_length=500, blank=True)
-    error = models.TextField(blank=True)
-    parameters = models.JSONField(default=dict, blank=True)
-    result = models.JSONField(default=dict, blank=True)
-    celery_id = models.CharField(max_length=100, blank=True)
-    cancel_requested = models.BooleanField(default=False)
-    created_by = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
-    created_at = models.DateTimeField(auto_now_add=True)
-    started_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(
-        null=True, blank=True, help_text="Last sign of life of a running job (each progress report)."
-    )
-
-    class Meta:
-        ordering = ["-created_at"]
-
-    def __str__(self):
-        return f"{self.kind} #{self.pk} ({self.status})"
-
-    @property
-    def is_finished(self) -> bool:
-        return self.status in {self.Status.SUCCEEDED, self.Status.FAILED, self.Status.CANCELLED}
 
 
 class Run(models.Model):
@@ -220,9 +177,11 @@ class Run(models.Model):
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     seconds = models.FloatField(null=True, blank=True)
     metrics = models.JSONField(
-        null=True, blank=True, help_text="evaluate_run's report, stored when the run finished (hits and qrels no longer change)."
+        null=True,
+        blank=True,
+        help_text="evaluate_run's report, stored when the run finished (hits and qrels no longer change).",
     )
-    job = models.ForeignKey(Job, null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
+    job = models.ForeignKey("jobs.Job", null=True, blank=True, on_delete=models.SET_NULL, related_name="runs")
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

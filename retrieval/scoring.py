@@ -5,13 +5,15 @@ quote length for RELiC, one query's pool, or the whole collection) against its p
 service (retrieval/services/runs.py) turns the scores into ranked hits and gold ranks, the same
 way for every retriever.
 """
+
 from __future__ import annotations
 
 from typing import Protocol
 
 import numpy as np
 
-from .jobs import Progress
+from jobs.progress import Progress
+
 from .models import Passage, Query
 
 

@@ -1,5 +1,6 @@
 """Reads for the staff API and dashboard: collections with their sizes, runs, jobs and retrievers
 to show, and qrels as TREC text (run files come from retrieval.metrics.trec_run_lines)."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -9,7 +10,7 @@ from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from retrieval.metrics import evaluate_run
-from retrieval.models import Collection, Document, Job, Passage, Qrel, Query, Retriever, Run
+from retrieval.models import Collection, Document, Passage, Qrel, Query, Retriever, Run
 
 # The metrics the dashboard shows for a run, in this order, when evaluate_run reports them.
 KEY_METRICS = ("recall@1", "recall@10", "recall@100", "mrr@10", "ndcg@10", "mean_rank")
@@ -20,7 +21,10 @@ def _count(model, collection_path: str) -> Coalesce:
     multiply rows (a book has tens of thousands of windows)."""
     counted = (
         model.objects.filter(**{collection_path: OuterRef("pk")})
-        .order_by().values(collection_path).annotate(n=Count("pk")).values("n")
+        .order_by()
+        .values(collection_path)
+        .annotate(n=Count("pk"))
+        .values("n")
     )
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
@@ -39,10 +43,6 @@ def runs_for_listing() -> QuerySet[Run]:
     return Run.objects.select_related("retriever", "collection", "job").order_by("-created_at", "-pk")
 
 
-def jobs_for_listing() -> QuerySet[Job]:
-    return Job.objects.select_related("created_by").order_by("-created_at", "-pk")
-
-
 def retrievers_for_listing() -> QuerySet[Retriever]:
     return Retriever.objects.select_related("trained_on", "training_job").order_by("-created_at", "-pk")
 
@@ -50,7 +50,9 @@ def retrievers_for_listing() -> QuerySet[Retriever]:
 def continuable_retrievers() -> QuerySet[Retriever]:
     """Dense retrievers a training may start from: one model serves queries and passages (a
     training starts both encoders from one model). Their names go in the form's choices."""
-    return Retriever.objects.filter(kind=Retriever.Kind.DENSE, query_model_path="").exclude(model_path="").order_by("name")
+    return (
+        Retriever.objects.filter(kind=Retriever.Kind.DENSE, query_model_path="").exclude(model_path="").order_by("name")
+    )
 
 
 def default_dense_model_label() -> str:
@@ -76,7 +78,8 @@ def key_metrics(report: dict | None) -> list[float | None]:
 def trec_qrels_lines(collection: Collection) -> Iterator[str]:
     """`qid 0 docid relevance`, the format trec_eval and pytrec_eval read."""
     qrels = (
-        Qrel.objects.filter(query__collection=collection).order_by("query__ordinal", "passage__ordinal")
+        Qrel.objects.filter(query__collection=collection)
+        .order_by("query__ordinal", "passage__ordinal")
         .values_list("query__external_id", "passage__external_id", "relevance")
     )
     for query_id, passage_id, relevance in qrels.iterator(chunk_size=5000):

@@ -2,6 +2,7 @@
 starting each kind of work: the API and the dashboard forms both use RunRequestSerializer (a run)
 and TrainingRequestSerializer (a training); the study page's training form builds on
 TrainingParametersSerializer."""
+
 from __future__ import annotations
 
 from contextlib import contextmanager
@@ -9,9 +10,10 @@ from contextlib import contextmanager
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from jobs.models import Job
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.errors import InputError
-from retrieval.models import Collection, Job, Query, Retriever, Run
+from retrieval.models import Collection, Query, Retriever, Run
 from retrieval.selectors import run_metrics
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH, get_or_create_retriever, start_run_async
 
@@ -25,25 +27,36 @@ class CollectionSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Collection
-        fields = ["id", "name", "kind", "description", "source", "created_at",
-                  "documents", "passages", "queries", "qrels", "runs"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "description",
+            "source",
+            "created_at",
+            "documents",
+            "passages",
+            "queries",
+            "qrels",
+            "runs",
+        ]
 
 
 class QuerySerializer(serializers.ModelSerializer):
     class Meta:
         model = Query
-        fields = ["id", "collection", "external_id", "text", "left_context", "right_context", "document",
-                  "quote_length", "split", "metadata"]
-
-
-class JobSerializer(serializers.ModelSerializer):
-    created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
-    is_finished = serializers.BooleanField(read_only=True)
-
-    class Meta:
-        model = Job
-        fields = ["id", "kind", "queue", "status", "progress", "message", "error", "parameters", "result",
-                  "cancel_requested", "is_finished", "created_by", "created_at", "started_at", "heartbeat_at", "finished_at"]
+        fields = [
+            "id",
+            "collection",
+            "external_id",
+            "text",
+            "left_context",
+            "right_context",
+            "document",
+            "quote_length",
+            "split",
+            "metadata",
+        ]
 
 
 class RetrieverSerializer(serializers.ModelSerializer):
@@ -53,8 +66,18 @@ class RetrieverSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Retriever
-        fields = ["id", "name", "kind", "parameters", "model_path", "query_model_path", "trained_on",
-                  "trained_on_name", "training_job", "created_at"]
+        fields = [
+            "id",
+            "name",
+            "kind",
+            "parameters",
+            "model_path",
+            "query_model_path",
+            "trained_on",
+            "trained_on_name",
+            "training_job",
+            "created_at",
+        ]
 
 
 class RunSerializer(serializers.ModelSerializer):
@@ -64,8 +87,19 @@ class RunSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Run
-        fields = ["id", "collection", "collection_name", "retriever", "parameters", "status", "seconds",
-                  "job", "job_status", "tag", "created_at"]
+        fields = [
+            "id",
+            "collection",
+            "collection_name",
+            "retriever",
+            "parameters",
+            "status",
+            "seconds",
+            "job",
+            "job_status",
+            "tag",
+            "created_at",
+        ]
 
 
 class RunDetailSerializer(RunSerializer):
@@ -92,17 +126,27 @@ class RunRequestSerializer(serializers.Serializer):
     context_left = serializers.IntegerField(default=DEFAULT_CONTEXT[0], min_value=0, max_value=50)
     context_right = serializers.IntegerField(default=DEFAULT_CONTEXT[1], min_value=0, max_value=50)
     depth = serializers.IntegerField(default=DEFAULT_DEPTH, min_value=1, max_value=10000)
-    model = serializers.CharField(default="", allow_blank=True, max_length=1000,
-                                  help_text="Dense only: a model name or folder, or a trained retriever; empty: the default model.")
+    model = serializers.CharField(
+        default="",
+        allow_blank=True,
+        max_length=1000,
+        help_text="Dense only: a model name or folder, or a trained retriever; empty: the default model.",
+    )
 
     def create(self, validated_data) -> Run:
         with service_errors_on_fields():
             retriever = get_or_create_retriever(
-                validated_data["retriever"], k1=validated_data["k1"], b=validated_data["b"], model=validated_data["model"]
+                validated_data["retriever"],
+                k1=validated_data["k1"],
+                b=validated_data["b"],
+                model=validated_data["model"],
             )
             return start_run_async(
-                validated_data["collection"], retriever, user=self.context.get("user"),
-                context_left=validated_data["context_left"], context_right=validated_data["context_right"],
+                validated_data["collection"],
+                retriever,
+                user=self.context.get("user"),
+                context_left=validated_data["context_left"],
+                context_right=validated_data["context_right"],
                 depth=validated_data["depth"],
             )
 
@@ -115,16 +159,22 @@ class TrainingParametersSerializer(serializers.Serializer):
 
     name = serializers.CharField(max_length=200, help_text="Name of the retriever to register.")
     base_model = serializers.CharField(
-        default="", allow_blank=True, max_length=1000,
+        default="",
+        allow_blank=True,
+        max_length=1000,
         help_text="Where training starts: a registered dense retriever (name or id) to continue it, or a model "
-                  "name or folder; empty: the default model (the bundled MiniLM unless configured).",
+        "name or folder; empty: the default model (the bundled MiniLM unless configured).",
     )
     batch_size = serializers.IntegerField(default=32, help_text="Pairs per batch, all from one book.")
     learning_rate = serializers.FloatField(default=2e-5, help_text="AdamW learning rate.")
     epochs = serializers.IntegerField(default=1)
-    patience = serializers.IntegerField(default=1, help_text="Stop after this many epochs without a lower validation loss.")
+    patience = serializers.IntegerField(
+        default=1, help_text="Stop after this many epochs without a lower validation loss."
+    )
     asymmetric = serializers.BooleanField(default=False, help_text="Separate query and passage encoders (RELiC).")
-    max_steps = serializers.IntegerField(default=None, allow_null=True, help_text="Stop after this many steps; null: no limit.")
+    max_steps = serializers.IntegerField(
+        default=None, allow_null=True, help_text="Stop after this many steps; null: no limit."
+    )
     seed = serializers.IntegerField(default=0)
 
     def validate_base_model(self, value: str) -> str | None:

@@ -1,9 +1,11 @@
-"""Celery tasks. Each runs a service function through `retrieval.jobs.execute`, so the Job row
+"""Celery tasks. Each runs a service function through `jobs.services.execute`, so the Job row
 records status, progress, result and error whatever the task does. Queues are chosen by task
 name in marginalia/celery.py: BM25 on "cpu", dense on "gpu"."""
+
 from celery import shared_task
 
-from .jobs import execute
+from jobs.services import execute
+
 from .models import Run
 from .services.runs import execute_run, run_summary
 
@@ -23,14 +25,9 @@ def run_dense(job_id: int, run_id: int) -> dict:
 
 
 @shared_task(name="retrieval.tasks.train_retriever")
-def train_retriever(job_id: int, collection_id: int, params: dict, pairs: list | None = None,
-                    validation_pairs: list | None = None) -> dict:
+def train_retriever(
+    job_id: int, collection_id: int, params: dict, pairs: list | None = None, validation_pairs: list | None = None
+) -> dict:
     from .training import run_training_job  # torch loads only where training runs
 
     return run_training_job(job_id, collection_id, params, pairs, validation_pairs)
-
-
-@shared_task(name="retrieval.tasks.ping")
-def ping() -> str:
-    """Lets the dashboard and health checks see that a worker answers."""
-    return "pong"

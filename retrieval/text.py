@@ -5,6 +5,7 @@ because scholars often quote only part of a sentence. We reproduce that with spa
 `sentencizer` on a blank English pipeline, so no model has to be downloaded, plus one repair: an
 opening quotation mark after a boundary starts the next sentence instead of ending the last one.
 """
+
 from __future__ import annotations
 
 import re
@@ -41,7 +42,7 @@ def strip_gutenberg(text: str) -> str:
     text = text.lstrip(_BOM).replace("\r\n", "\n")
     start = _GUTENBERG_START.search(text)
     if start:
-        text = _PRODUCER_CREDIT.sub("", text[start.end():].lstrip("\r\n"), count=1)
+        text = _PRODUCER_CREDIT.sub("", text[start.end() :].lstrip("\r\n"), count=1)
     end = _GUTENBERG_END.search(text)
     if end:
         text = text[: end.start()]

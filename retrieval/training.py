@@ -11,6 +11,7 @@ Artifacts are written to a hidden work folder under MARGINALIA_DATA_DIR/models/ 
 place with one `os.replace` only when training is complete; only then is the `Retriever`
 registered. A cancelled or crashed training leaves neither a model folder nor a retriever.
 """
+
 from __future__ import annotations
 
 import dataclasses
@@ -35,12 +36,21 @@ from django.db import transaction
 from django.db.models import Prefetch
 from django.utils.text import slugify
 
+from jobs.models import Job
+from jobs.progress import Progress, no_progress, throttled
+from jobs.services import create_job, dispatch, execute
+
 from .dense import (
-    autocast_dtype, default_model, embed_batch, is_normalized, pick_device, read_model, registered_dense_retriever,
+    autocast_dtype,
+    default_model,
+    embed_batch,
+    is_normalized,
+    pick_device,
+    read_model,
+    registered_dense_retriever,
 )
 from .errors import InputError
-from .jobs import Progress, create_job, dispatch, execute, no_progress, throttled
-from .models import Collection, Job, Qrel, Query, Retriever
+from .models import Collection, Qrel, Query, Retriever
 from .scoring import query_text
 
 TRAIN_SPLITS = ("train",)
@@ -68,8 +78,9 @@ class TrainingPair:
 
     @classmethod
     def from_dict(cls, data: dict) -> TrainingPair:
-        return cls(data["query_text"], data["positive_text"], tuple(data.get("hard_negatives", ())),
-                   data.get("group", ""))
+        return cls(
+            data["query_text"], data["positive_text"], tuple(data.get("hard_negatives", ())), data.get("group", "")
+        )
 
 
 def pairs_to_json(pairs: Sequence[TrainingPair] | None) -> list[dict] | None:
@@ -86,8 +97,9 @@ def pair_group(query: Query) -> str:
     return f"document-{query.document_id}" if query.document_id else f"collection-{query.collection_id}"
 
 
-def collection_pairs(collection: Collection, splits: Iterable[str], context_left: int, context_right: int,
-                     mask_token: str | None) -> list[TrainingPair]:
+def collection_pairs(
+    collection: Collection, splits: Iterable[str], context_left: int, context_right: int, mask_token: str | None
+) -> list[TrainingPair]:
     """A pair per (query, relevant passage) of the given splits, grouped by the query's book
     (the whole collection when queries have no book, as in BEIR)."""
     queries = (
@@ -111,9 +123,11 @@ def split_validation(pairs: Sequence[TrainingPair], share: float, seed: int) -> 
     stopping, when pairs come with no validation split of their own."""
     queries = sorted({pair.query_text for pair in pairs})
     random.Random(seed).shuffle(queries)
-    held_out = set(queries[:int(len(queries) * share)])
-    return ([pair for pair in pairs if pair.query_text not in held_out],
-            [pair for pair in pairs if pair.query_text in held_out])
+    held_out = set(queries[: int(len(queries) * share)])
+    return (
+        [pair for pair in pairs if pair.query_text not in held_out],
+        [pair for pair in pairs if pair.query_text in held_out],
+    )
 
 
 class _OpenBatch:
@@ -192,25 +206,29 @@ class _Encoders:
     def loss(self, batch: list[TrainingPair]) -> torch.Tensor:
         positives = [pair.positive_text for pair in batch]
         taken = set(positives)
-        negatives = list(dict.fromkeys(
-            negative for pair in batch for negative in pair.hard_negatives if negative not in taken
-        ))
+        negatives = list(
+            dict.fromkeys(negative for pair in batch for negative in pair.hard_negatives if negative not in taken)
+        )
         query_vectors = embed_batch(self.query, [pair.query_text for pair in batch])
         candidate_vectors = embed_batch(self.passage, positives + negatives)
         return contrastive_loss(query_vectors, candidate_vectors, self.scale)
 
     def save(self, folder: Path) -> dict[str, Path]:
         """Write the encoders under `folder`; returns where each one went."""
-        paths = {"query": folder / "query", "passage": folder / "passage"} if self.asymmetric else {
-            "passage": folder / "model"}
+        paths = (
+            {"query": folder / "query", "passage": folder / "passage"}
+            if self.asymmetric
+            else {"passage": folder / "model"}
+        )
         self.passage.save(str(paths["passage"]), create_model_card=False)
         if self.asymmetric:
             self.query.save(str(paths["query"]), create_model_card=False)
         return paths
 
 
-def _validation_loss(encoders: _Encoders, batches: list[list[TrainingPair]], amp: torch.dtype | None,
-                     device: str) -> float | None:
+def _validation_loss(
+    encoders: _Encoders, batches: list[list[TrainingPair]], amp: torch.dtype | None, device: str
+) -> float | None:
     if not batches:
         return None
     encoders.train(False)
@@ -245,16 +263,24 @@ def sweep_abandoned_work_folders() -> None:
         return
     for work in folder.glob(f"{PARTIAL_PREFIX}job*-*"):
         match = re.match(rf"{re.escape(PARTIAL_PREFIX)}job(\d+)-", work.name)
-        if match and not Job.objects.filter(pk=int(match.group(1)), status__in=[
-            Job.Status.PENDING, Job.Status.RUNNING,
-        ]).exists():
+        if (
+            match
+            and not Job.objects.filter(
+                pk=int(match.group(1)),
+                status__in=[
+                    Job.Status.PENDING,
+                    Job.Status.RUNNING,
+                ],
+            ).exists()
+        ):
             shutil.rmtree(work, ignore_errors=True)
 
 
 def _no_training_pairs(collection: Collection, field: str) -> InputError:
     return InputError(
         f"no training pairs: collection {collection.name!r} needs queries in split 'train' with relevant "
-        "passages, at least two per book", field=field,
+        "passages, at least two per book",
+        field=field,
     )
 
 
@@ -276,13 +302,23 @@ def resolve_base_model(model: str) -> str | None:
     if retriever.query_model_path:
         raise InputError(
             f"retriever {retriever.name!r} has separate query and passage encoders; a training starts both "
-            "from one model, so it cannot continue this one", field="base_model",
+            "from one model, so it cannot continue this one",
+            field="base_model",
         )
     return retriever.model_path or None
 
 
-def check_training_parameters(*, name: str, batch_size: int, learning_rate: float, epochs: int, patience: int,
-                              max_steps: int | None, context_left: int, context_right: int) -> None:
+def check_training_parameters(
+    *,
+    name: str,
+    batch_size: int,
+    learning_rate: float,
+    epochs: int,
+    patience: int,
+    max_steps: int | None,
+    context_left: int,
+    context_right: int,
+) -> None:
     """Refuse bad settings before a model is loaded or a job queued."""
     if not name or not name.strip():
         raise InputError("a trained retriever needs a name", field="name")
@@ -302,11 +338,23 @@ def check_training_parameters(*, name: str, batch_size: int, learning_rate: floa
 
 
 def train_retriever(
-    collection: Collection, *, name: str, base_model: str | None = None, batch_size: int = 32,
-    learning_rate: float = 2e-5, epochs: int = 1, context_left: int = 4, context_right: int = 4,
-    asymmetric: bool = False, patience: int = 1, max_steps: int | None = None, seed: int = 0,
-    pairs: Sequence[TrainingPair] | None = None, validation_pairs: Sequence[TrainingPair] | None = None,
-    job_id: int | None = None, progress: Progress = no_progress,
+    collection: Collection,
+    *,
+    name: str,
+    base_model: str | None = None,
+    batch_size: int = 32,
+    learning_rate: float = 2e-5,
+    epochs: int = 1,
+    context_left: int = 4,
+    context_right: int = 4,
+    asymmetric: bool = False,
+    patience: int = 1,
+    max_steps: int | None = None,
+    seed: int = 0,
+    pairs: Sequence[TrainingPair] | None = None,
+    validation_pairs: Sequence[TrainingPair] | None = None,
+    job_id: int | None = None,
+    progress: Progress = no_progress,
 ) -> dict:
     """Fine-tune `base_model` and register the result as a dense Retriever named `name`.
 
@@ -314,9 +362,16 @@ def train_retriever(
     "validation"/"dev" queries; with `pairs` (e.g. from human judgments), `collection` is only
     recorded as what the model was trained on. Returns a summary (retriever id, model path,
     steps, validation losses, throughput)."""
-    check_training_parameters(name=name, batch_size=batch_size, learning_rate=learning_rate, epochs=epochs,
-                              patience=patience, max_steps=max_steps, context_left=context_left,
-                              context_right=context_right)
+    check_training_parameters(
+        name=name,
+        batch_size=batch_size,
+        learning_rate=learning_rate,
+        epochs=epochs,
+        patience=patience,
+        max_steps=max_steps,
+        context_left=context_left,
+        context_right=context_right,
+    )
     base_model = base_model or default_model()
     device = pick_device()
     amp = autocast_dtype(device, training=True)
@@ -339,14 +394,34 @@ def train_retriever(
     owner = f"job{job_id}" if job_id else "local"
     work = models_folder() / f"{PARTIAL_PREFIX}{owner}-{slug}-{uuid.uuid4().hex[:8]}"
     try:
-        summary = _fit(encoders, pairs, validation_batches, work, rng=rng, steps_per_epoch=steps_per_epoch,
-                       batch_size=batch_size,
-                       learning_rate=learning_rate, epochs=epochs, patience=patience, max_steps=max_steps,
-                       amp=amp, device=device, progress=progress)
+        summary = _fit(
+            encoders,
+            pairs,
+            validation_batches,
+            work,
+            rng=rng,
+            steps_per_epoch=steps_per_epoch,
+            batch_size=batch_size,
+            learning_rate=learning_rate,
+            epochs=epochs,
+            patience=patience,
+            max_steps=max_steps,
+            amp=amp,
+            device=device,
+            progress=progress,
+        )
         parameters = {
-            "base_model": base_model, "batch_size": batch_size, "learning_rate": learning_rate, "epochs": epochs,
-            "context_left": context_left, "context_right": context_right, "asymmetric": asymmetric,
-            "patience": patience, "max_steps": max_steps, "seed": seed, "train_pairs": len(pairs),
+            "base_model": base_model,
+            "batch_size": batch_size,
+            "learning_rate": learning_rate,
+            "epochs": epochs,
+            "context_left": context_left,
+            "context_right": context_right,
+            "asymmetric": asymmetric,
+            "patience": patience,
+            "max_steps": max_steps,
+            "seed": seed,
+            "train_pairs": len(pairs),
             "validation_pairs": len(validation_pairs or []),
         }
         (work / "training.json").write_text(json.dumps({"parameters": parameters, **summary}, indent=2))
@@ -357,21 +432,44 @@ def train_retriever(
         shutil.rmtree(work, ignore_errors=True)
     try:
         retriever = Retriever.objects.create(
-            name=name, kind=Retriever.Kind.DENSE, parameters={**parameters, **summary},
+            name=name,
+            kind=Retriever.Kind.DENSE,
+            parameters={**parameters, **summary},
             model_path=str(final / ("passage" if asymmetric else "model")),
             query_model_path=str(final / "query") if asymmetric else "",
-            trained_on=collection, training_job_id=job_id,
+            trained_on=collection,
+            training_job_id=job_id,
         )
     except BaseException:
         shutil.rmtree(final, ignore_errors=True)
         raise
-    return {"retriever_id": retriever.pk, "name": retriever.name, "model_path": retriever.model_path,
-            "query_model_path": retriever.query_model_path, **parameters, **summary}
+    return {
+        "retriever_id": retriever.pk,
+        "name": retriever.name,
+        "model_path": retriever.model_path,
+        "query_model_path": retriever.query_model_path,
+        **parameters,
+        **summary,
+    }
 
 
-def _fit(encoders: _Encoders, pairs: Sequence[TrainingPair], validation_batches: list, work: Path, *,
-         rng: random.Random, steps_per_epoch: int, batch_size: int, learning_rate: float, epochs: int, patience: int,
-         max_steps: int | None, amp: torch.dtype | None, device: str, progress: Progress) -> dict:
+def _fit(
+    encoders: _Encoders,
+    pairs: Sequence[TrainingPair],
+    validation_batches: list,
+    work: Path,
+    *,
+    rng: random.Random,
+    steps_per_epoch: int,
+    batch_size: int,
+    learning_rate: float,
+    epochs: int,
+    patience: int,
+    max_steps: int | None,
+    amp: torch.dtype | None,
+    device: str,
+    progress: Progress,
+) -> dict:
     """The training loop. Saves the best encoders (lowest validation loss, else the last) under
     `work` and returns the figures of the training."""
     total_steps = min(steps_per_epoch * epochs, max_steps or steps_per_epoch * epochs)
@@ -407,19 +505,24 @@ def _fit(encoders: _Encoders, pairs: Sequence[TrainingPair], validation_batches:
             epoch_batches += 1
             elapsed = train_seconds + time.perf_counter() - started
             eta = elapsed / step * (total_steps - step)
-            report(STEPS_SHARE * step / total_steps,
-                   f"step {step}/{total_steps} loss {epoch_loss / epoch_batches:.3f} eta {eta:.0f}s")
+            report(
+                STEPS_SHARE * step / total_steps,
+                f"step {step}/{total_steps} loss {epoch_loss / epoch_batches:.3f} eta {eta:.0f}s",
+            )
         train_seconds += time.perf_counter() - started
         validation_loss = _validation_loss(encoders, validation_batches, amp, device)
-        history.append({"epoch": epoch, "train_loss": epoch_loss / max(1, epoch_batches),
-                        "validation_loss": validation_loss})
+        history.append(
+            {"epoch": epoch, "train_loss": epoch_loss / max(1, epoch_batches), "validation_loss": validation_loss}
+        )
         if validation_loss is not None and validation_loss < best_validation_loss:
             best_validation_loss, stale_epochs = validation_loss, 0
             encoders.save(work)
         elif validation_loss is not None:
             stale_epochs += 1
-        progress(STEPS_SHARE * step / total_steps, f"epoch {epoch}/{epochs} validation loss "
-                 f"{'n/a' if validation_loss is None else f'{validation_loss:.3f}'}")
+        progress(
+            STEPS_SHARE * step / total_steps,
+            f"epoch {epoch}/{epochs} validation loss {'n/a' if validation_loss is None else f'{validation_loss:.3f}'}",
+        )
         if stale_epochs >= patience or step >= total_steps:
             break
     if not validation_batches:
@@ -439,8 +542,14 @@ def _fit(encoders: _Encoders, pairs: Sequence[TrainingPair], validation_batches:
     return summary
 
 
-def start_training_async(collection: Collection, user=None, *, pairs: Sequence[TrainingPair] | None = None,
-                         validation_pairs: Sequence[TrainingPair] | None = None, **params) -> Job:
+def start_training_async(
+    collection: Collection,
+    user=None,
+    *,
+    pairs: Sequence[TrainingPair] | None = None,
+    validation_pairs: Sequence[TrainingPair] | None = None,
+    **params,
+) -> Job:
     """Queue a training on the "gpu" queue; the Job records progress, result and any error. Bad
     settings, a collection with no training query (when no pairs are given) and a name already
     being trained are refused here, before anything is queued."""
@@ -449,29 +558,46 @@ def start_training_async(collection: Collection, user=None, *, pairs: Sequence[T
     # train_retriever's signature is the one place the defaults live; check them before queueing.
     bound = inspect.signature(train_retriever).bind(collection, **params)
     bound.apply_defaults()
-    check_training_parameters(**{key: bound.arguments[key] for key in inspect.signature(check_training_parameters).parameters})
+    check_training_parameters(
+        **{key: bound.arguments[key] for key in inspect.signature(check_training_parameters).parameters}
+    )
     if pairs is None and not has_training_queries(collection):
         raise _no_training_pairs(collection, "collection")
-    queued = Job.objects.filter(kind="train", status__in=[Job.Status.PENDING, Job.Status.RUNNING],
-                                parameters__name=params["name"]).first()
+    queued = Job.objects.filter(
+        kind="train", status__in=[Job.Status.PENDING, Job.Status.RUNNING], parameters__name=params["name"]
+    ).first()
     if queued:  # both would train to the end, and the second then fail to register its name
-        raise InputError(f"a training of a retriever named {params['name']!r} is already queued (job {queued.pk})",
-                         field="name")
+        raise InputError(
+            f"a training of a retriever named {params['name']!r} is already queued (job {queued.pk})", field="name"
+        )
     with transaction.atomic():
         described = {"collection": collection.name, **params}
         if pairs is not None:
             described["pairs"] = len(pairs)
         job = create_job("train", "gpu", described, user=user)
-        dispatch(job, tasks.train_retriever, collection.pk, params, pairs_to_json(pairs),
-                 pairs_to_json(validation_pairs))
+        dispatch(
+            job, tasks.train_retriever, collection.pk, params, pairs_to_json(pairs), pairs_to_json(validation_pairs)
+        )
     return job
 
 
-def run_training_job(job_id: int, collection_id: int, params: dict, pairs: list[dict] | None = None,
-                     validation_pairs: list[dict] | None = None) -> dict:
+def run_training_job(
+    job_id: int,
+    collection_id: int,
+    params: dict,
+    pairs: list[dict] | None = None,
+    validation_pairs: list[dict] | None = None,
+) -> dict:
     """The body of the Celery task: train as job `job_id`, recording its progress and outcome."""
     collection = Collection.objects.get(pk=collection_id)
-    return execute(job_id, lambda progress: train_retriever(
-        collection, **params, pairs=pairs_from_json(pairs), validation_pairs=pairs_from_json(validation_pairs),
-        job_id=job_id, progress=progress,
-    ))
+    return execute(
+        job_id,
+        lambda progress: train_retriever(
+            collection,
+            **params,
+            pairs=pairs_from_json(pairs),
+            validation_pairs=pairs_from_json(validation_pairs),
+            job_id=job_id,
+            progress=progress,
+        ),
+    )

@@ -1,6 +1,7 @@
 """Retrieval routes: the staff REST API under /api/ and the staff dashboard at /dashboard/.
 
 A SimpleRouter (no API root view), so /api/ stays free for the other apps' routes."""
+
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
@@ -11,7 +12,6 @@ router.register("collections", api.CollectionViewSet, basename="collection")
 router.register("queries", api.QueryViewSet, basename="query")
 router.register("runs", api.RunViewSet, basename="run")
 router.register("retrievers", api.RetrieverViewSet, basename="retriever")
-router.register("jobs", api.JobViewSet, basename="job")
 
 urlpatterns = [
     path("api/", include(router.urls)),

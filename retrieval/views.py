@@ -1,6 +1,7 @@
 """The staff dashboard: collections, recent runs with their key metrics, jobs with live progress,
 registered retrievers, and the forms that start a BM25 or dense run and train a dense retriever
 (each validated by the same serializer as its API twin)."""
+
 from __future__ import annotations
 
 from django.contrib import messages
@@ -8,10 +9,11 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from jobs.selectors import jobs_for_listing
+from jobs.services import sweep_stale_jobs
 from retrieval import selectors
 from retrieval.access import staff_required
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
-from retrieval.jobs import sweep_stale_jobs
 from retrieval.models import Retriever
 from retrieval.serializers import RunRequestSerializer, TrainingRequestSerializer, request_defaults, save_or_errors
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH
@@ -19,31 +21,48 @@ from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH
 RECENT_RUNS = 10
 RECENT_JOBS = 15
 DEFAULT_RUN_REQUEST = {
-    "retriever": Retriever.Kind.BM25, "k1": DEFAULT_K1, "b": DEFAULT_B, "context_left": DEFAULT_CONTEXT[0],
-    "context_right": DEFAULT_CONTEXT[1], "depth": DEFAULT_DEPTH, "model": "",
+    "retriever": Retriever.Kind.BM25,
+    "k1": DEFAULT_K1,
+    "b": DEFAULT_B,
+    "context_left": DEFAULT_CONTEXT[0],
+    "context_right": DEFAULT_CONTEXT[1],
+    "depth": DEFAULT_DEPTH,
+    "model": "",
 }
 DEFAULT_TRAINING_REQUEST = request_defaults(TrainingRequestSerializer)
 
 
-def _render_dashboard(request, *, run_request: dict | None = None, errors: dict | None = None,
-                      training_request: dict | None = None, training_errors: dict | None = None, status: int = 200):
+def _render_dashboard(
+    request,
+    *,
+    run_request: dict | None = None,
+    errors: dict | None = None,
+    training_request: dict | None = None,
+    training_errors: dict | None = None,
+    status: int = 200,
+):
     """The dashboard, with each form showing what was sent and its errors, else its defaults."""
     sweep_stale_jobs()
     runs = list(selectors.runs_for_listing()[:RECENT_RUNS])
-    return render(request, "retrieval/dashboard.html", {
-        "collections": selectors.collections_with_counts(),
-        "runs": [{"run": run, "metrics": selectors.key_metrics(selectors.run_metrics(run))} for run in runs],
-        "metric_names": selectors.KEY_METRICS,
-        "jobs": selectors.jobs_for_listing()[:RECENT_JOBS],
-        "retrievers": selectors.retrievers_for_listing(),
-        "continuable_retrievers": selectors.continuable_retrievers(),
-        "default_model": selectors.default_dense_model_label(),
-        "retriever_kinds": Retriever.Kind.choices,
-        "run_request": run_request or DEFAULT_RUN_REQUEST,
-        "errors": errors or {},
-        "training_request": training_request or DEFAULT_TRAINING_REQUEST,
-        "training_errors": training_errors or {},
-    }, status=status)
+    return render(
+        request,
+        "retrieval/dashboard.html",
+        {
+            "collections": selectors.collections_with_counts(),
+            "runs": [{"run": run, "metrics": selectors.key_metrics(selectors.run_metrics(run))} for run in runs],
+            "metric_names": selectors.KEY_METRICS,
+            "jobs": jobs_for_listing()[:RECENT_JOBS],
+            "retrievers": selectors.retrievers_for_listing(),
+            "continuable_retrievers": selectors.continuable_retrievers(),
+            "default_model": selectors.default_dense_model_label(),
+            "retriever_kinds": Retriever.Kind.choices,
+            "run_request": run_request or DEFAULT_RUN_REQUEST,
+            "errors": errors or {},
+            "training_request": training_request or DEFAULT_TRAINING_REQUEST,
+            "training_errors": training_errors or {},
+        },
+        status=status,
+    )
 
 
 @staff_required
@@ -55,8 +74,9 @@ def dashboard(request):
         return _render_dashboard(request)
     run, errors = save_or_errors(RunRequestSerializer(data=request.POST, context={"user": request.user}))
     if run is None:
-        return _render_dashboard(request, run_request={**DEFAULT_RUN_REQUEST, **request.POST.dict()}, errors=errors,
-                                 status=400)
+        return _render_dashboard(
+            request, run_request={**DEFAULT_RUN_REQUEST, **request.POST.dict()}, errors=errors, status=400
+        )
     messages.success(request, f"Run {run.pk} queued as job {run.job_id} on the {run.job.queue} queue.")
     return redirect("dashboard")
 
@@ -68,8 +88,15 @@ def start_training(request):
     re-renders the dashboard with the errors next to the training form's fields."""
     job, errors = save_or_errors(TrainingRequestSerializer(data=request.POST, context={"user": request.user}))
     if job is None:
-        return _render_dashboard(request, training_request={**DEFAULT_TRAINING_REQUEST, **request.POST.dict()},
-                                 training_errors=errors, status=400)
-    messages.success(request, f"Training of “{job.parameters['name']}” queued as job {job.pk} on the {job.queue} queue;"
-                              " the retriever is registered when it finishes.")
+        return _render_dashboard(
+            request,
+            training_request={**DEFAULT_TRAINING_REQUEST, **request.POST.dict()},
+            training_errors=errors,
+            status=400,
+        )
+    messages.success(
+        request,
+        f"Training of “{job.parameters['name']}” queued as job {job.pk} on the {job.queue} queue;"
+        " the retriever is registered when it finishes.",
+    )
     return redirect(reverse("dashboard") + "#jobs")

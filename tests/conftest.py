@@ -1,6 +1,7 @@
 """Shared test set-up: offline model loading, the real-data folder, the CI rule that data and
 browser tests fail (not skip) when what they need is missing, and fixtures several suites use
 (a per-test data folder, a signed-in staff client)."""
+
 import os
 from pathlib import Path
 

@@ -1,5 +1,6 @@
 """Small builders shared by the test suites: each makes the least data a test needs and
 returns the objects, so tests read as the situation they set up."""
+
 from __future__ import annotations
 
 import io
@@ -38,7 +39,10 @@ def make_passages(collection: Collection, count: int) -> list[Passage]:
     start = collection.passages.count()
     return [
         Passage.objects.create(
-            collection=collection, external_id=f"p{start + index}", text=f"passage {start + index}", ordinal=start + index
+            collection=collection,
+            external_id=f"p{start + index}",
+            text=f"passage {start + index}",
+            ordinal=start + index,
         )
         for index in range(count)
     ]
@@ -204,25 +208,33 @@ def make_relic_collection(
     Passage.objects.bulk_create(
         [
             Passage(
-                collection=collection, document=book, external_id=f"book:{start}:{length}", start=start, length=length,
-                text=" ".join(book_sentence(i) for i in range(start, start + length)), ordinal=ordinal,
+                collection=collection,
+                document=book,
+                external_id=f"book:{start}:{length}",
+                start=start,
+                length=length,
+                text=" ".join(book_sentence(i) for i in range(start, start + length)),
+                ordinal=ordinal,
             )
             for ordinal, (length, start) in enumerate(
-                (length, start) for length in range(1, quote_length + 1)
-                for start in range(book_sentences - length + 1)
+                (length, start) for length in range(1, quote_length + 1) for start in range(book_sentences - length + 1)
             )
         ]
     )
     for number in range(n_queries):
         start = 10 + 10 * number
         query = Query.objects.create(
-            collection=collection, external_id=f"quote{number}", document=book, quote_length=quote_length,
+            collection=collection,
+            external_id=f"quote{number}",
+            document=book,
+            quote_length=quote_length,
             left_context=[f"Critic {number} writes remark {j} before the quotation." for j in range(4)],
             right_context=[f"Critic {number} adds remark {j} after the quotation." for j in range(4)],
             ordinal=number,
         )
-        Qrel.objects.create(query=query, passage=collection.passages.get(external_id=f"book:{start}:{quote_length}"),
-                            relevance=1)
+        Qrel.objects.create(
+            query=query, passage=collection.passages.get(external_id=f"book:{start}:{quote_length}"), relevance=1
+        )
     return collection
 
 
@@ -253,14 +265,18 @@ def make_neighbour_run(collection: Collection, depth: int = 30) -> Run:
     for qrel in Qrel.objects.filter(query__collection=collection, relevance__gt=0).select_related("query", "passage"):
         query, gold = qrel.query, qrel.passage
         windows = collection.passages.filter(
-            document=gold.document, length=gold.length, start__gte=max(0, gold.start - depth // 2),
+            document=gold.document,
+            length=gold.length,
+            start__gte=max(0, gold.start - depth // 2),
             start__lte=gold.start + depth // 2,
         )
         scores[query] = {window: -abs(window.start - gold.start) for window in windows}
     return make_scored_run(collection, scores)
 
 
-def make_relic_proxy_study(n_items: int = 6, *, collection: Collection | None = None, run: Run | None = None, **settings):
+def make_relic_proxy_study(
+    n_items: int = 6, *, collection: Collection | None = None, run: Run | None = None, **settings
+):
     """A proxy study made by create_proxy_study over make_relic_collection and make_neighbour_run;
     `settings` override create_proxy_study's arguments."""
     from annotation.services import create_proxy_study
@@ -294,8 +310,13 @@ def make_book(collection: Collection, sentences: list[str], lengths=(1,), extern
     for length in lengths:
         for start in range(len(sentences) - length + 1):
             Passage.objects.create(
-                collection=collection, document=document, external_id=f"{external_id}:{start}:{length}",
-                text=" ".join(sentences[start:start + length]), start=start, length=length, ordinal=ordinal,
+                collection=collection,
+                document=document,
+                external_id=f"{external_id}:{start}:{length}",
+                text=" ".join(sentences[start : start + length]),
+                start=start,
+                length=length,
+                ordinal=ordinal,
             )
             ordinal += 1
     return document
@@ -322,22 +343,38 @@ def add_pool(query: Query, passages: list[Passage]) -> None:
 
 # Topics a code word stands for; each book has one sentence per topic, in this order.
 CODE_WORD_TOPICS = {
-    "zorblat": ("The telescope revealed faint galaxies and the rings of Saturn.",
-                "Astronomers charted a comet crossing the night sky."),
-    "quiffen": ("She kneaded the dough and baked fresh bread in the oven.",
-                "The chef simmered onions and garlic for the stew."),
-    "dravlik": ("The crew hoisted the sails and steered through rough waves.",
-                "A sailor tied the rope to the mast before the storm."),
-    "morquet": ("He planted tomatoes and watered the roses every morning.",
-                "The gardener pruned the hedges and weeded the flower beds."),
-    "teglish": ("The orchestra tuned its violins before the symphony began.",
-                "She practised piano scales and sang in the choir."),
-    "wumbrix": ("The grandmaster moved a knight and threatened checkmate.",
-                "Both players castled early and traded bishops."),
+    "zorblat": (
+        "The telescope revealed faint galaxies and the rings of Saturn.",
+        "Astronomers charted a comet crossing the night sky.",
+    ),
+    "quiffen": (
+        "She kneaded the dough and baked fresh bread in the oven.",
+        "The chef simmered onions and garlic for the stew.",
+    ),
+    "dravlik": (
+        "The crew hoisted the sails and steered through rough waves.",
+        "A sailor tied the rope to the mast before the storm.",
+    ),
+    "morquet": (
+        "He planted tomatoes and watered the roses every morning.",
+        "The gardener pruned the hedges and weeded the flower beds.",
+    ),
+    "teglish": (
+        "The orchestra tuned its violins before the symphony began.",
+        "She practised piano scales and sang in the choir.",
+    ),
+    "wumbrix": (
+        "The grandmaster moved a knight and threatened checkmate.",
+        "Both players castled early and traded bishops.",
+    ),
 }
 CODE_WORD_TEMPLATES = {
-    "train": ("Here the {code} theme returns.", "Readers recall the {code} scene.",
-              "This is the {code} moment.", "Again we meet {code}."),
+    "train": (
+        "Here the {code} theme returns.",
+        "Readers recall the {code} scene.",
+        "This is the {code} moment.",
+        "Again we meet {code}.",
+    ),
     "validation": ("Consider the {code} episode.",),
     "test": ("Once more {code} appears.",),
 }
@@ -356,9 +393,14 @@ def make_code_word_collection(name: str | None = None) -> Collection:
             for split, templates in CODE_WORD_TEMPLATES.items():
                 for template_index, template in enumerate(templates):
                     query = Query.objects.create(
-                        collection=collection, external_id=f"{book.external_id}-{code}-{split}{template_index}",
-                        document=book, quote_length=1, split=split, ordinal=collection.queries.count(),
-                        left_context=[template.format(code=code)], right_context=["The critic moves on."],
+                        collection=collection,
+                        external_id=f"{book.external_id}-{code}-{split}{template_index}",
+                        document=book,
+                        quote_length=1,
+                        split=split,
+                        ordinal=collection.queries.count(),
+                        left_context=[template.format(code=code)],
+                        right_context=["The critic moves on."],
                     )
                     Qrel.objects.create(query=query, passage=gold, relevance=1)
     return collection
@@ -404,8 +446,11 @@ def make_plot_relevance_study(*, label_schema: dict | None = None, depth: int = 
     passages = make_text_passages(collection, list(PLOT_PASSAGES))
     queries = [make_text_query(collection, text) for text in PLOT_QUERIES]
     run = make_scored_run(
-        collection, {query: {passage: -abs(index - number) for index, passage in enumerate(passages)}
-                     for number, query in enumerate(queries)},
+        collection,
+        {
+            query: {passage: -abs(index - number) for index, passage in enumerate(passages)}
+            for number, query in enumerate(queries)
+        },
     )
     options = {"name": f"relevance-{next(_sequence)}", "seed": 3, **settings}
     return create_relevance_study(
@@ -433,7 +478,9 @@ def make_speech_quotability_study(*, multi_select: bool = False, label_schema: d
     collection = make_collection()
     paragraphs = make_text_passages(collection, list(SPEECH_PARAGRAPHS))
     query = Query.objects.create(
-        collection=collection, external_id=f"article{next(_sequence)}", left_context=list(ARTICLE_CONTEXT),
+        collection=collection,
+        external_id=f"article{next(_sequence)}",
+        left_context=list(ARTICLE_CONTEXT),
         metadata={"title": "Harbour plan divides the council"},
     )
     add_pool(query, paragraphs)
@@ -519,8 +566,15 @@ def add_label_judgment(
     """A submitted (imported) judgment of a label study, stored as given: spans as
     {"target", "start", "end"} dicts, selections as display positions."""
     return Judgment.objects.create(
-        item=item, annotator=annotator, label=label, spans=[dict(span) for span in spans], rubric=rubric or {},
-        selections=sorted(selections), rationale=rationale, seconds=seconds, source=Judgment.Source.IMPORT,
+        item=item,
+        annotator=annotator,
+        label=label,
+        spans=[dict(span) for span in spans],
+        rubric=rubric or {},
+        selections=sorted(selections),
+        rationale=rationale,
+        seconds=seconds,
+        source=Judgment.Source.IMPORT,
     )
 
 
@@ -544,19 +598,28 @@ def make_quote_collection(n_contexts: int = 3, paragraphs_per_source: int = 4) -
     four left-context sentences); context i's gold is paragraph 0 of source i."""
     collection = make_collection()
     for number in range(n_contexts):
-        source = Document.objects.create(collection=collection, external_id=f"s{number}", title=f"Source {number}",
-                                         ordinal=number)
+        source = Document.objects.create(
+            collection=collection, external_id=f"s{number}", title=f"Source {number}", ordinal=number
+        )
         ordinal = collection.passages.count()
         Passage.objects.bulk_create(
             [
-                Passage(collection=collection, document=source, external_id=f"s{number}:p{i}", ordinal=ordinal + i,
-                        text=f"Source {number} paragraph {i} holds a line worth quoting.")
+                Passage(
+                    collection=collection,
+                    document=source,
+                    external_id=f"s{number}:p{i}",
+                    ordinal=ordinal + i,
+                    text=f"Source {number} paragraph {i} holds a line worth quoting.",
+                )
                 for i in range(paragraphs_per_source)
             ]
         )
     for number in range(n_contexts):
         query = Query.objects.create(
-            collection=collection, external_id=f"c{number}", ordinal=number, metadata={"title": f"Article {number}"},
+            collection=collection,
+            external_id=f"c{number}",
+            ordinal=number,
+            metadata={"title": f"Article {number}"},
             left_context=[f"Article {number} sentence {j} leads up to a quotation." for j in range(4)],
         )
         add_qrels(query, {collection.passages.get(external_id=f"s{number}:p0"): 1})

@@ -6,6 +6,7 @@ Why a file database: pytest-django's test database is in-memory SQLite locally (
 a Postgres test database in CI) and a worker process cannot see either. Loaded as a pytest plugin
 by tests/conftest.py; a test module may override `platform` (e.g. to add a data folder).
 """
+
 import os
 import sqlite3
 import subprocess
@@ -15,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval.management.commands.run_platform import (
+from jobs.management.commands.run_platform import (
     broker_environment,
     free_port,
     start_redis,
@@ -40,8 +41,14 @@ def platform(tmp_path_factory, redis_url):
     """Environment and database file shared by the worker and the `manage.py` client calls."""
     folder = tmp_path_factory.mktemp("platform")
     database = folder / "db.sqlite3"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "MARGINALIA_DATA_DIR": str(folder / "data"),
-           **broker_environment(redis_url), "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{database}",
+        "MARGINALIA_DATA_DIR": str(folder / "data"),
+        **broker_environment(redis_url),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+    }
     subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
     return {"env": env, "database": database, "folder": folder}
 
@@ -50,16 +57,23 @@ def platform(tmp_path_factory, redis_url):
 def worker(platform, redis_url):
     """One worker on both queues, as run_platform starts it; stopped (terminate, then kill) at the end."""
     log = (platform["folder"] / "worker.log").open("w")
-    process = subprocess.Popen(worker_command("cpu,gpu"), env=platform["env"], cwd=PROJECT_ROOT,
-                               stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
+    process = subprocess.Popen(
+        worker_command("cpu,gpu"),
+        env=platform["env"],
+        cwd=PROJECT_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
     yield process
     stop_process(process)
     log.close()
 
 
 def manage(platform, *args) -> str:
-    result = subprocess.run([*MANAGE, *map(str, args)], env=platform["env"], cwd=PROJECT_ROOT,
-                            capture_output=True, text=True)
+    result = subprocess.run(
+        [*MANAGE, *map(str, args)], env=platform["env"], cwd=PROJECT_ROOT, capture_output=True, text=True
+    )
     assert result.returncode == 0, result.stderr
     return result.stdout
 

@@ -7,11 +7,13 @@ platform as run_platform does on a laptop: one throwaway SQLite file, migrated b
 migrate`, shared by the worker and by short `manage.py` calls that play the web server's part
 (importing data, starting a run). The test reads the outcome straight from that file.
 """
+
 import json
 import sqlite3
 
 import pytest
 import redis
+
 from tests.factories import celery_client, write_beir_folder
 from tests.live_platform import WAIT_SECONDS, manage, wait_for_job, worker_log
 
@@ -24,7 +26,7 @@ def test_tasks_are_routed_to_their_own_queue_only(redis_url):
     client = celery_client(quiet_url)
     client.send_task("retrieval.tasks.run_dense", args=[0, 0])
     client.send_task("retrieval.tasks.run_bm25", args=[0, 0])
-    client.send_task("retrieval.tasks.ping", queue="gpu")
+    client.send_task("jobs.tasks.ping", queue="gpu")
     broker = redis.Redis.from_url(quiet_url)
     try:
         assert (broker.llen("gpu"), broker.llen("cpu")) == (2, 1)
@@ -35,34 +37,49 @@ def test_tasks_are_routed_to_their_own_queue_only(redis_url):
 
 @pytest.mark.parametrize("queue", ["cpu", "gpu"])
 def test_the_worker_answers_a_ping_on_each_queue(worker, redis_url, platform, queue):
-    result = celery_client(redis_url).send_task("retrieval.tasks.ping", queue=queue)
+    result = celery_client(redis_url).send_task("jobs.tasks.ping", queue=queue)
     assert result.get(timeout=WAIT_SECONDS) == "pong", worker_log(platform)
 
 
 def test_a_bm25_run_job_goes_through_redis_to_the_worker_and_back(worker, platform):
     beir = write_beir_folder(
         platform["folder"] / "tiny-beir",
-        corpus=[{"_id": f"d{i}", "title": "", "text": text} for i, text in enumerate([
-            "the lighthouse keeper counted ships", "salt pans on the marsh at low tide",
-            "a ledger of weights and margins", "the railway to the harbour", "bells under the sea",
-        ])],
+        corpus=[
+            {"_id": f"d{i}", "title": "", "text": text}
+            for i, text in enumerate(
+                [
+                    "the lighthouse keeper counted ships",
+                    "salt pans on the marsh at low tide",
+                    "a ledger of weights and margins",
+                    "the railway to the harbour",
+                    "bells under the sea",
+                ]
+            )
+        ],
         queries=[{"_id": "q1", "text": "salt marsh tide"}, {"_id": "q2", "text": "margins of the ledger"}],
         qrels=[("q1", "d1", 1), ("q2", "d2", 1)],
     )
     imported = json.loads(manage(platform, "import_beir", beir, "--collection", "tiny", "--json").splitlines()[-1])
     assert imported["queries"] == 2
-    started = manage(platform, "shell", "-c", (
-        "import json\n"
-        "from retrieval.models import Collection\n"
-        "from retrieval.services.runs import get_or_create_retriever, start_run_async\n"
-        "run = start_run_async(Collection.objects.get(name='tiny'), get_or_create_retriever('bm25'), depth=3)\n"
-        "print(json.dumps({'run': run.pk, 'job': run.job_id}))\n"
-    ))
+    started = manage(
+        platform,
+        "shell",
+        "-c",
+        (
+            "import json\n"
+            "from retrieval.models import Collection\n"
+            "from retrieval.services.runs import get_or_create_retriever, start_run_async\n"
+            "run = start_run_async(Collection.objects.get(name='tiny'), get_or_create_retriever('bm25'), depth=3)\n"
+            "print(json.dumps({'run': run.pk, 'job': run.job_id}))\n"
+        ),
+    )
     ids = json.loads(started.splitlines()[-1])
 
     job = wait_for_job(platform["database"], ids["job"])
 
-    assert (job["status"], job["progress"], job["queue"]) == ("succeeded", 1.0, "cpu"), job["error"] or worker_log(platform)
+    assert (job["status"], job["progress"], job["queue"]) == ("succeeded", 1.0, "cpu"), job["error"] or worker_log(
+        platform
+    )
     with sqlite3.connect(platform["database"]) as connection:
         run_status = connection.execute("SELECT status FROM retrieval_run WHERE id = ?", (ids["run"],)).fetchone()[0]
         top_hits = connection.execute(
@@ -70,7 +87,9 @@ def test_a_bm25_run_job_goes_through_redis_to_the_worker_and_back(worker, platfo
             "JOIN retrieval_passage p ON p.id = h.passage_id WHERE h.run_id = ? AND h.rank = 1 ORDER BY q.external_id",
             (ids["run"],),
         ).fetchall()
-        hit_count = connection.execute("SELECT COUNT(*) FROM retrieval_hit WHERE run_id = ?", (ids["run"],)).fetchone()[0]
+        hit_count = connection.execute("SELECT COUNT(*) FROM retrieval_hit WHERE run_id = ?", (ids["run"],)).fetchone()[
+            0
+        ]
     assert run_status == "done"
     assert hit_count == 2 * 3
     assert top_hits == [("q1", "d1"), ("q2", "d2")]

@@ -1,6 +1,7 @@
 """The several-machines deployment, checked without a Docker engine: docker-compose.yml is read as
 YAML and the Dockerfile as text. Services, their commands and queues, the GPU reservation, the
 shared settings and data volume, and the image targets the services build."""
+
 import re
 
 import pytest

@@ -1,6 +1,7 @@
 """Settings come from the environment and are safe in production; the one-command local platform
 (run_platform) starts, serves and stops cleanly; the demo data is what its sources say it is and
 seeding it twice changes nothing."""
+
 import io
 import json
 import os
@@ -21,21 +22,27 @@ from annotation.models import Study
 from demo import build_relic
 from demo.accounts import demo_accounts
 from demo.seed import DEMO_COLLECTION, DEMO_STUDY, DEMO_STUDY_ITEMS
-from retrieval.management.commands.run_platform import Supervisor, free_port, stop_process
+from jobs.management.commands.run_platform import Supervisor, free_port, stop_process
 from retrieval.models import Collection, Run
 from retrieval.text import split_sentences
 from tests.conftest import PROJECT_ROOT
 from tests.factories import celery_client
 
 MANAGE = [sys.executable, str(PROJECT_ROOT / "manage.py")]
-PRODUCTION = {"DJANGO_DEBUG": "0", "DJANGO_SECRET_KEY": "k" * 20 + uuid.uuid4().hex * 2,
-              "DJANGO_ALLOWED_HOSTS": "example.org"}
+PRODUCTION = {
+    "DJANGO_DEBUG": "0",
+    "DJANGO_SECRET_KEY": "k" * 20 + uuid.uuid4().hex * 2,
+    "DJANGO_ALLOWED_HOSTS": "example.org",
+}
 
 
 def environment(**overrides) -> dict[str, str]:
     """This process's environment without any Marginalia/Django settings, plus `overrides`."""
-    env = {key: value for key, value in os.environ.items()
-           if not key.startswith(("DJANGO_", "DATABASE_", "REDIS_", "CELERY_", "MARGINALIA_"))}
+    env = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith(("DJANGO_", "DATABASE_", "REDIS_", "CELERY_", "MARGINALIA_"))
+    }
     return {**env, **overrides}
 
 
@@ -44,31 +51,45 @@ def settings_seen_with(**env) -> dict:
     code = (
         "import json, django; from django.conf import settings; django.setup(); "
         "print(json.dumps({'database': settings.DATABASES['default'], 'broker': settings.CELERY_BROKER_URL, "
-        "'debug': settings.DEBUG, 'hosts': settings.ALLOWED_HOSTS, 'data_dir': str(settings.MARGINALIA_DATA_DIR)}, default=str))"
+        "'debug': settings.DEBUG, 'hosts': settings.ALLOWED_HOSTS, "
+        "'data_dir': str(settings.MARGINALIA_DATA_DIR)}, default=str))"
     )
-    result = subprocess.run([sys.executable, "-c", code], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                            env=environment(DJANGO_SETTINGS_MODULE="marginalia.settings", **env))
+    result = subprocess.run(
+        [sys.executable, "-c", code],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env=environment(DJANGO_SETTINGS_MODULE="marginalia.settings", **env),
+    )
     assert result.returncode == 0, result.stderr
     return json.loads(result.stdout)
 
 
 def test_production_settings_pass_the_deployment_checks():
-    result = subprocess.run([*MANAGE, "check", "--deploy", "--fail-level", "WARNING"], cwd=PROJECT_ROOT,
-                            capture_output=True, text=True, env=environment(**PRODUCTION))
+    result = subprocess.run(
+        [*MANAGE, "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=PROJECT_ROOT,
+        capture_output=True,
+        text=True,
+        env=environment(**PRODUCTION),
+    )
     assert result.returncode == 0, result.stderr
 
 
 def test_production_without_a_secret_key_refuses_to_start_and_says_why():
-    result = subprocess.run([*MANAGE, "check"], cwd=PROJECT_ROOT, capture_output=True, text=True,
-                            env=environment(DJANGO_DEBUG="0"))
+    result = subprocess.run(
+        [*MANAGE, "check"], cwd=PROJECT_ROOT, capture_output=True, text=True, env=environment(DJANGO_DEBUG="0")
+    )
     assert result.returncode != 0
     assert "DJANGO_SECRET_KEY must be set" in result.stderr
 
 
 def test_database_broker_and_data_folder_come_from_the_environment():
     seen = settings_seen_with(
-        **PRODUCTION, DATABASE_URL="postgres://marginalia:s3cret@db.internal:5433/judgments",
-        REDIS_URL="redis://broker.internal:6379/2", MARGINALIA_DATA_DIR="/srv/marginalia",
+        **PRODUCTION,
+        DATABASE_URL="postgres://marginalia:s3cret@db.internal:5433/judgments",
+        REDIS_URL="redis://broker.internal:6379/2",
+        MARGINALIA_DATA_DIR="/srv/marginalia",
     )
     database = seen["database"]
     assert database["ENGINE"] == "django.db.backends.postgresql"
@@ -109,7 +130,7 @@ def test_every_demo_quote_is_whole_sentences_of_the_book_inside_its_contexts():
     assert 20 <= len(book["quotes"]) <= 30
     assert sum(length == 1 for _, _, length, _ in book["quotes"].values()) >= DEMO_STUDY_ITEMS
     for quote_id, (left, start, length, right) in book["quotes"].items():
-        assert book["sentences"][start:start + length] == split_sentences(contexts[quote_id]["quote"])
+        assert book["sentences"][start : start + length] == split_sentences(contexts[quote_id]["quote"])
         assert 1 <= len(left) <= 4 and 1 <= len(right) <= 4
 
 
@@ -179,14 +200,20 @@ def test_run_platform_serves_runs_tasks_and_stops_every_child_on_ctrl_c(tmp_path
     web_port, redis_port, marker = free_port(), free_port(), f"MARGINALIA_TEST_RUN={uuid.uuid4().hex}"
     env = environment(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", MARGINALIA_TEST_RUN=marker.split("=")[1])
     subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
-    platform = subprocess.Popen([*MANAGE, "run_platform", "--port", str(web_port), "--redis-port", str(redis_port)],
-                                env=env, cwd=PROJECT_ROOT, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    platform = subprocess.Popen(
+        [*MANAGE, "run_platform", "--port", str(web_port), "--redis-port", str(redis_port)],
+        env=env,
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
     try:
         deadline = time.monotonic() + 120
         while answers(f"http://127.0.0.1:{web_port}/accounts/login/") != 200 and platform.poll() is None:
             assert time.monotonic() < deadline, "the web server did not answer"
             time.sleep(0.5)
-        ping = celery_client(f"redis://127.0.0.1:{redis_port}/0").send_task("retrieval.tasks.ping", queue="gpu")
+        ping = celery_client(f"redis://127.0.0.1:{redis_port}/0").send_task("jobs.tasks.ping", queue="gpu")
         assert ping.get(timeout=120) == "pong"
         assert len(processes_with(marker)) >= 4  # run_platform, redis-server, worker (and its child), web
 

@@ -6,142 +6,292 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('retrieval', '0001_initial'),
+        ("retrieval", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='AnnotatorProfile',
+            name="AnnotatorProfile",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('expertise', models.CharField(blank=True, max_length=300)),
-                ('books_read', models.TextField(blank=True)),
-                ('blocked', models.BooleanField(default=False)),
-                ('blocked_reason', models.TextField(blank=True)),
-                ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='annotator_profile', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("expertise", models.CharField(blank=True, max_length=300)),
+                ("books_read", models.TextField(blank=True)),
+                ("blocked", models.BooleanField(default=False)),
+                ("blocked_reason", models.TextField(blank=True)),
+                (
+                    "user",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="annotator_profile",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Item',
+            name="Item",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField(help_text='Order in the study (seeded shuffle).')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='retrieval.query')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField(help_text="Order in the study (seeded shuffle).")),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="retrieval.query"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study_id', 'position'],
+                "ordering": ["study_id", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Assignment',
+            name="Assignment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('slot', models.PositiveSmallIntegerField()),
-                ('state', models.CharField(choices=[('active', 'Active'), ('submitted', 'Submitted'), ('expired', 'Expired')], default='active', max_length=20)),
-                ('claimed_at', models.DateTimeField(auto_now_add=True)),
-                ('expires_at', models.DateTimeField()),
-                ('submitted_at', models.DateTimeField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to=settings.AUTH_USER_MODEL)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='assignments', to='annotation.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("slot", models.PositiveSmallIntegerField()),
+                (
+                    "state",
+                    models.CharField(
+                        choices=[("active", "Active"), ("submitted", "Submitted"), ("expired", "Expired")],
+                        default="active",
+                        max_length=20,
+                    ),
+                ),
+                ("claimed_at", models.DateTimeField(auto_now_add=True)),
+                ("expires_at", models.DateTimeField()),
+                ("submitted_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="assignments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="assignments", to="annotation.item"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='ItemCandidate',
+            name="ItemCandidate",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveSmallIntegerField(help_text='0-based display position.')),
-                ('is_gold', models.BooleanField(default=False)),
-                ('source_rank', models.PositiveIntegerField(blank=True, null=True)),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='candidates', to='annotation.item')),
-                ('passage', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='+', to='retrieval.passage')),
-                ('source_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='retrieval.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveSmallIntegerField(help_text="0-based display position.")),
+                ("is_gold", models.BooleanField(default=False)),
+                ("source_rank", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="candidates", to="annotation.item"
+                    ),
+                ),
+                (
+                    "passage",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="+", to="retrieval.passage"
+                    ),
+                ),
+                (
+                    "source_run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="retrieval.run",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item_id', 'position'],
+                "ordering": ["item_id", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Judgment',
+            name="Judgment",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.JSONField(blank=True, null=True)),
-                ('spans', models.JSONField(blank=True, default=list)),
-                ('rubric', models.JSONField(blank=True, default=dict)),
-                ('rationale', models.TextField(blank=True)),
-                ('seconds', models.FloatField(blank=True, null=True)),
-                ('source', models.CharField(choices=[('web', 'Web'), ('import', 'Import')], default='web', max_length=10)),
-                ('submitted_at', models.DateTimeField(auto_now_add=True)),
-                ('voided', models.BooleanField(default=False)),
-                ('void_reason', models.TextField(blank=True)),
-                ('voided_at', models.DateTimeField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='judgments', to=settings.AUTH_USER_MODEL)),
-                ('assignment', models.OneToOneField(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='judgment', to='annotation.assignment')),
-                ('choice', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.itemcandidate')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='judgments', to='annotation.item')),
-                ('voided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("label", models.JSONField(blank=True, null=True)),
+                ("spans", models.JSONField(blank=True, default=list)),
+                ("rubric", models.JSONField(blank=True, default=dict)),
+                ("rationale", models.TextField(blank=True)),
+                ("seconds", models.FloatField(blank=True, null=True)),
+                (
+                    "source",
+                    models.CharField(choices=[("web", "Web"), ("import", "Import")], default="web", max_length=10),
+                ),
+                ("submitted_at", models.DateTimeField(auto_now_add=True)),
+                ("voided", models.BooleanField(default=False)),
+                ("void_reason", models.TextField(blank=True)),
+                ("voided_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="judgments",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "assignment",
+                    models.OneToOneField(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="judgment",
+                        to="annotation.assignment",
+                    ),
+                ),
+                (
+                    "choice",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="annotation.itemcandidate",
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="judgments", to="annotation.item"
+                    ),
+                ),
+                (
+                    "voided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['item_id', 'submitted_at'],
+                "ordering": ["item_id", "submitted_at"],
             },
         ),
         migrations.CreateModel(
-            name='Study',
+            name="Study",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('kind', models.CharField(choices=[('proxy', 'Proxy: which candidate fills the masked quotation'), ('relevance', 'Relevance labels'), ('quotability', 'Quotability ratings')], max_length=20)),
-                ('seed', models.IntegerField(default=0)),
-                ('candidates_per_item', models.PositiveSmallIntegerField(default=3)),
-                ('judgments_per_item', models.PositiveSmallIntegerField(default=3)),
-                ('context_left', models.PositiveSmallIntegerField(default=4)),
-                ('context_right', models.PositiveSmallIntegerField(default=4)),
-                ('guidelines', models.TextField(blank=True)),
-                ('label_schema', models.JSONField(blank=True, default=dict)),
-                ('claim_minutes', models.PositiveIntegerField(default=30, help_text='An unfinished claim expires after this.')),
-                ('status', models.CharField(choices=[('open', 'Open for annotation'), ('closed', 'Closed')], default='open', max_length=20)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('annotators', models.ManyToManyField(blank=True, help_text='Who may work on it. Empty: every active annotator.', related_name='studies', to=settings.AUTH_USER_MODEL)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='studies', to='retrieval.collection')),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('negatives_run', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='retrieval.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("proxy", "Proxy: which candidate fills the masked quotation"),
+                            ("relevance", "Relevance labels"),
+                            ("quotability", "Quotability ratings"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("seed", models.IntegerField(default=0)),
+                ("candidates_per_item", models.PositiveSmallIntegerField(default=3)),
+                ("judgments_per_item", models.PositiveSmallIntegerField(default=3)),
+                ("context_left", models.PositiveSmallIntegerField(default=4)),
+                ("context_right", models.PositiveSmallIntegerField(default=4)),
+                ("guidelines", models.TextField(blank=True)),
+                ("label_schema", models.JSONField(blank=True, default=dict)),
+                (
+                    "claim_minutes",
+                    models.PositiveIntegerField(default=30, help_text="An unfinished claim expires after this."),
+                ),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[("open", "Open for annotation"), ("closed", "Closed")], default="open", max_length=20
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotators",
+                    models.ManyToManyField(
+                        blank=True,
+                        help_text="Who may work on it. Empty: every active annotator.",
+                        related_name="studies",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="studies", to="retrieval.collection"
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "negatives_run",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="retrieval.run",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'studies',
-                'ordering': ['-created_at'],
+                "verbose_name_plural": "studies",
+                "ordering": ["-created_at"],
             },
         ),
         migrations.AddField(
-            model_name='item',
-            name='study',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='items', to='annotation.study'),
+            model_name="item",
+            name="study",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="items", to="annotation.study"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(condition=models.Q(('state', 'expired'), _negated=True), fields=('item', 'slot'), name='assignment_unique_live_slot'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("state", "expired"), _negated=True),
+                fields=("item", "slot"),
+                name="assignment_unique_live_slot",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(condition=models.Q(('state', 'expired'), _negated=True), fields=('item', 'annotator'), name='assignment_unique_live_annotator'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("state", "expired"), _negated=True),
+                fields=("item", "annotator"),
+                name="assignment_unique_live_annotator",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='itemcandidate',
-            constraint=models.UniqueConstraint(fields=('item', 'position'), name='candidate_unique_position'),
+            model_name="itemcandidate",
+            constraint=models.UniqueConstraint(fields=("item", "position"), name="candidate_unique_position"),
         ),
         migrations.AddConstraint(
-            model_name='itemcandidate',
-            constraint=models.UniqueConstraint(fields=('item', 'passage'), name='candidate_unique_passage'),
+            model_name="itemcandidate",
+            constraint=models.UniqueConstraint(fields=("item", "passage"), name="candidate_unique_passage"),
         ),
         migrations.AddConstraint(
-            model_name='judgment',
-            constraint=models.UniqueConstraint(fields=('item', 'annotator'), name='judgment_unique_per_annotator'),
+            model_name="judgment",
+            constraint=models.UniqueConstraint(fields=("item", "annotator"), name="judgment_unique_per_annotator"),
         ),
         migrations.AddConstraint(
-            model_name='item',
-            constraint=models.UniqueConstraint(fields=('study', 'position'), name='item_unique_position'),
+            model_name="item",
+            constraint=models.UniqueConstraint(fields=("study", "position"), name="item_unique_position"),
         ),
     ]

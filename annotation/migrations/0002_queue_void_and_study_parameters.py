@@ -5,46 +5,66 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.RemoveConstraint(
-            model_name='assignment',
-            name='assignment_unique_live_slot',
+            model_name="assignment",
+            name="assignment_unique_live_slot",
         ),
         migrations.RemoveConstraint(
-            model_name='assignment',
-            name='assignment_unique_live_annotator',
+            model_name="assignment",
+            name="assignment_unique_live_annotator",
         ),
         migrations.AddField(
-            model_name='judgment',
-            name='server_seconds',
+            model_name="judgment",
+            name="server_seconds",
             field=models.FloatField(blank=True, null=True),
         ),
         migrations.AddField(
-            model_name='study',
-            name='parameters',
-            field=models.JSONField(blank=True, default=dict, help_text='How the items were drawn (filters, requested count, skipped queries), for reproducibility.'),
+            model_name="study",
+            name="parameters",
+            field=models.JSONField(
+                blank=True,
+                default=dict,
+                help_text="How the items were drawn (filters, requested count, skipped queries), for reproducibility.",
+            ),
         ),
         migrations.AlterField(
-            model_name='assignment',
-            name='state',
-            field=models.CharField(choices=[('active', 'Active'), ('submitted', 'Submitted'), ('expired', 'Expired'), ('voided', 'Voided')], default='active', max_length=20),
+            model_name="assignment",
+            name="state",
+            field=models.CharField(
+                choices=[
+                    ("active", "Active"),
+                    ("submitted", "Submitted"),
+                    ("expired", "Expired"),
+                    ("voided", "Voided"),
+                ],
+                default="active",
+                max_length=20,
+            ),
         ),
         migrations.AddIndex(
-            model_name='assignment',
-            index=models.Index(fields=['annotator', 'state'], name='annotation__annotat_60f6a4_idx'),
+            model_name="assignment",
+            index=models.Index(fields=["annotator", "state"], name="annotation__annotat_60f6a4_idx"),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(condition=models.Q(('state__in', ('active', 'submitted'))), fields=('item', 'slot'), name='assignment_unique_live_slot'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("state__in", ("active", "submitted"))),
+                fields=("item", "slot"),
+                name="assignment_unique_live_slot",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='assignment',
-            constraint=models.UniqueConstraint(condition=models.Q(('state__in', ('active', 'submitted'))), fields=('item', 'annotator'), name='assignment_unique_live_annotator'),
+            model_name="assignment",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("state__in", ("active", "submitted"))),
+                fields=("item", "annotator"),
+                name="assignment_unique_live_annotator",
+            ),
         ),
     ]

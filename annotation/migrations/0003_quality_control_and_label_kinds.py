@@ -6,162 +6,314 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('annotation', '0002_queue_void_and_study_parameters'),
+        ("annotation", "0002_queue_void_and_study_parameters"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='item',
-            name='expected_label',
-            field=models.JSONField(blank=True, help_text='Known answer of a gold or qualification item (label kinds).', null=True),
+            model_name="item",
+            name="expected_label",
+            field=models.JSONField(
+                blank=True, help_text="Known answer of a gold or qualification item (label kinds).", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='item',
-            name='role',
-            field=models.CharField(choices=[('work', 'Formal work'), ('gold', 'Hidden gold check'), ('qualification', 'Qualification round')], default='work', max_length=20),
+            model_name="item",
+            name="role",
+            field=models.CharField(
+                choices=[
+                    ("work", "Formal work"),
+                    ("gold", "Hidden gold check"),
+                    ("qualification", "Qualification round"),
+                ],
+                default="work",
+                max_length=20,
+            ),
         ),
         migrations.AddField(
-            model_name='judgment',
-            name='selections',
-            field=models.JSONField(blank=True, default=list, help_text='Positions chosen in a multi-select item.'),
+            model_name="judgment",
+            name="selections",
+            field=models.JSONField(blank=True, default=list, help_text="Positions chosen in a multi-select item."),
         ),
         migrations.AddField(
-            model_name='study',
-            name='fast_fraction',
-            field=models.FloatField(default=0.3, help_text='Flag annotators whose median seconds fall below this share of the study median.'),
+            model_name="study",
+            name="fast_fraction",
+            field=models.FloatField(
+                default=0.3, help_text="Flag annotators whose median seconds fall below this share of the study median."
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='gold_accuracy_threshold',
-            field=models.FloatField(default=0.7, help_text='Flag annotators below this gold accuracy.'),
+            model_name="study",
+            name="gold_accuracy_threshold",
+            field=models.FloatField(default=0.7, help_text="Flag annotators below this gold accuracy."),
         ),
         migrations.AddField(
-            model_name='study',
-            name='gold_rate',
-            field=models.FloatField(default=0.0, help_text='Share of hidden gold items mixed into formal work.'),
+            model_name="study",
+            name="gold_rate",
+            field=models.FloatField(default=0.0, help_text="Share of hidden gold items mixed into formal work."),
         ),
         migrations.AddField(
-            model_name='study',
-            name='peer_pass_target',
-            field=models.FloatField(default=0.95, help_text='Peer-review pass rate an annotator should reach.'),
+            model_name="study",
+            name="peer_pass_target",
+            field=models.FloatField(default=0.95, help_text="Peer-review pass rate an annotator should reach."),
         ),
         migrations.AddField(
-            model_name='study',
-            name='peer_review_rate',
-            field=models.FloatField(default=0.0, help_text="Share of each annotator's judgments sampled for peer review."),
+            model_name="study",
+            name="peer_review_rate",
+            field=models.FloatField(
+                default=0.0, help_text="Share of each annotator's judgments sampled for peer review."
+            ),
         ),
         migrations.AddField(
-            model_name='study',
-            name='qualification_attempts',
-            field=models.PositiveSmallIntegerField(default=2, help_text='Attempts allowed (retry policy).'),
+            model_name="study",
+            name="qualification_attempts",
+            field=models.PositiveSmallIntegerField(default=2, help_text="Attempts allowed (retry policy)."),
         ),
         migrations.AddField(
-            model_name='study',
-            name='qualification_threshold',
-            field=models.FloatField(blank=True, help_text='Share correct needed to pass the qualification round; empty: no round.', null=True),
+            model_name="study",
+            name="qualification_threshold",
+            field=models.FloatField(
+                blank=True,
+                help_text="Share correct needed to pass the qualification round; empty: no round.",
+                null=True,
+            ),
         ),
         migrations.CreateModel(
-            name='Adjudication',
+            name="Adjudication",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.JSONField(blank=True, null=True)),
-                ('selections', models.JSONField(blank=True, default=list)),
-                ('note', models.TextField(blank=True)),
-                ('decided_at', models.DateTimeField(auto_now_add=True)),
-                ('choice', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.itemcandidate')),
-                ('decided_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('item', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='adjudication', to='annotation.item')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("label", models.JSONField(blank=True, null=True)),
+                ("selections", models.JSONField(blank=True, default=list)),
+                ("note", models.TextField(blank=True)),
+                ("decided_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "choice",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="annotation.itemcandidate",
+                    ),
+                ),
+                (
+                    "decided_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "item",
+                    models.OneToOneField(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="adjudication", to="annotation.item"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='QualificationAttempt',
+            name="QualificationAttempt",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('number', models.PositiveSmallIntegerField()),
-                ('started_at', models.DateTimeField(auto_now_add=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('correct', models.PositiveIntegerField(default=0)),
-                ('total', models.PositiveIntegerField(default=0)),
-                ('passed', models.BooleanField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='qualification_attempts', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='qualification_attempts_made', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("number", models.PositiveSmallIntegerField()),
+                ("started_at", models.DateTimeField(auto_now_add=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                ("correct", models.PositiveIntegerField(default=0)),
+                ("total", models.PositiveIntegerField(default=0)),
+                ("passed", models.BooleanField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="qualification_attempts",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="qualification_attempts_made",
+                        to="annotation.study",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['study_id', 'annotator_id', 'number'],
+                "ordering": ["study_id", "annotator_id", "number"],
             },
         ),
         migrations.CreateModel(
-            name='QualificationAnswer',
+            name="QualificationAnswer",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('label', models.JSONField(blank=True, null=True)),
-                ('selections', models.JSONField(blank=True, default=list)),
-                ('correct', models.BooleanField()),
-                ('answered_at', models.DateTimeField(auto_now_add=True)),
-                ('choice', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.PROTECT, related_name='+', to='annotation.itemcandidate')),
-                ('item', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='annotation.item')),
-                ('attempt', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='answers', to='annotation.qualificationattempt')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("label", models.JSONField(blank=True, null=True)),
+                ("selections", models.JSONField(blank=True, default=list)),
+                ("correct", models.BooleanField()),
+                ("answered_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "choice",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="+",
+                        to="annotation.itemcandidate",
+                    ),
+                ),
+                (
+                    "item",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="annotation.item"
+                    ),
+                ),
+                (
+                    "attempt",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="answers",
+                        to="annotation.qualificationattempt",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='StudyBlock',
+            name="StudyBlock",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reason', models.TextField()),
-                ('exclude_judgments', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='study_blocks', to=settings.AUTH_USER_MODEL)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='blocks', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("reason", models.TextField()),
+                ("exclude_judgments", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="study_blocks",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="blocks", to="annotation.study"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='AnnotatorFlag',
+            name="AnnotatorFlag",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('reason', models.CharField(choices=[('low_gold_accuracy', 'Gold accuracy below threshold'), ('too_fast', 'Implausibly fast answers'), ('low_peer_pass_rate', 'Peer-review pass rate below target')], max_length=30)),
-                ('value', models.FloatField()),
-                ('threshold', models.FloatField()),
-                ('details', models.JSONField(blank=True, default=dict)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('annotator', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='flags', to=settings.AUTH_USER_MODEL)),
-                ('resolved_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='flags', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "reason",
+                    models.CharField(
+                        choices=[
+                            ("low_gold_accuracy", "Gold accuracy below threshold"),
+                            ("too_fast", "Implausibly fast answers"),
+                            ("low_peer_pass_rate", "Peer-review pass rate below target"),
+                        ],
+                        max_length=30,
+                    ),
+                ),
+                ("value", models.FloatField()),
+                ("threshold", models.FloatField()),
+                ("details", models.JSONField(blank=True, default=dict)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "annotator",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="flags", to=settings.AUTH_USER_MODEL
+                    ),
+                ),
+                (
+                    "resolved_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="flags", to="annotation.study"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
-                'constraints': [models.UniqueConstraint(condition=models.Q(('resolved_at__isnull', True)), fields=('study', 'annotator', 'reason'), name='flag_unique_open')],
+                "ordering": ["-created_at"],
+                "constraints": [
+                    models.UniqueConstraint(
+                        condition=models.Q(("resolved_at__isnull", True)),
+                        fields=("study", "annotator", "reason"),
+                        name="flag_unique_open",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='PeerReview',
+            name="PeerReview",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('verdict', models.CharField(blank=True, choices=[('pass', 'Correct'), ('fail', 'Incorrect')], max_length=10, null=True)),
-                ('comment', models.TextField(blank=True)),
-                ('assigned_at', models.DateTimeField(auto_now_add=True)),
-                ('reviewed_at', models.DateTimeField(blank=True, null=True)),
-                ('judgment', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='peer_reviews', to='annotation.judgment')),
-                ('reviewer', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='peer_reviews', to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "verdict",
+                    models.CharField(
+                        blank=True, choices=[("pass", "Correct"), ("fail", "Incorrect")], max_length=10, null=True
+                    ),
+                ),
+                ("comment", models.TextField(blank=True)),
+                ("assigned_at", models.DateTimeField(auto_now_add=True)),
+                ("reviewed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "judgment",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="peer_reviews",
+                        to="annotation.judgment",
+                    ),
+                ),
+                (
+                    "reviewer",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="peer_reviews",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('judgment', 'reviewer'), name='peer_review_unique')],
+                "constraints": [models.UniqueConstraint(fields=("judgment", "reviewer"), name="peer_review_unique")],
             },
         ),
         migrations.AddConstraint(
-            model_name='qualificationattempt',
-            constraint=models.UniqueConstraint(fields=('study', 'annotator', 'number'), name='qualification_attempt_unique'),
+            model_name="qualificationattempt",
+            constraint=models.UniqueConstraint(
+                fields=("study", "annotator", "number"), name="qualification_attempt_unique"
+            ),
         ),
         migrations.AddConstraint(
-            model_name='qualificationanswer',
-            constraint=models.UniqueConstraint(fields=('attempt', 'item'), name='qualification_answer_unique'),
+            model_name="qualificationanswer",
+            constraint=models.UniqueConstraint(fields=("attempt", "item"), name="qualification_answer_unique"),
         ),
         migrations.AddConstraint(
-            model_name='studyblock',
-            constraint=models.UniqueConstraint(fields=('study', 'annotator'), name='study_block_unique'),
+            model_name="studyblock",
+            constraint=models.UniqueConstraint(fields=("study", "annotator"), name="study_block_unique"),
         ),
     ]

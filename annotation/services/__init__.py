@@ -18,6 +18,7 @@
 Refusals are exceptions: AnnotationForbidden (403), SubmissionRejected (400/409) and
 retrieval.errors.InputError for bad settings or files (naming the field, line and file).
 """
+
 from .imports import ImportResult, import_judgments
 from .label_studies import create_quotability_study, create_relevance_study, qrel_label
 from .labels import Answer, default_schema, is_correct, validate_answer, validate_expected, validate_schema
@@ -36,9 +37,29 @@ from .queue import (
 from .studies import SkippedQuery, StudyCreation, create_proxy_study, get_study
 
 __all__ = [
-    "Answer", "AnnotationForbidden", "ImportResult", "SkippedQuery", "StudyCreation", "Submission", "SubmissionRejected",
-    "annotator_refusal", "claim_next_item", "clamp_seconds", "create_proxy_study", "expire_stale_claims",
-    "get_study", "import_judgments", "next_work", "submit_judgment", "void_judgment",
-    "create_quotability_study", "create_relevance_study", "default_schema", "is_correct", "qrel_label",
-    "validate_answer", "validate_expected", "validate_schema",
+    "AnnotationForbidden",
+    "Answer",
+    "ImportResult",
+    "SkippedQuery",
+    "StudyCreation",
+    "Submission",
+    "SubmissionRejected",
+    "annotator_refusal",
+    "claim_next_item",
+    "clamp_seconds",
+    "create_proxy_study",
+    "create_quotability_study",
+    "create_relevance_study",
+    "default_schema",
+    "expire_stale_claims",
+    "get_study",
+    "import_judgments",
+    "is_correct",
+    "next_work",
+    "qrel_label",
+    "submit_judgment",
+    "validate_answer",
+    "validate_expected",
+    "validate_schema",
+    "void_judgment",
 ]

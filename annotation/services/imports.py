@@ -14,6 +14,7 @@ judgment is an error: judgments are immutable. Unknown annotators are created as
 users (they exist to own judgments, not to log in). Imported judgments take the item's free
 slots like web judgments, so an item never gets more than `judgments_per_item`.
 """
+
 from __future__ import annotations
 
 import json
@@ -74,7 +75,9 @@ def import_judgments(study: Study, path: str | Path) -> ImportResult:
             elif previous != _comparable(**row.answer.judgment_fields()):
                 raise InputError(
                     f"annotator '{row.annotator}' already judged item {row.item.pk} differently; "
-                    "judgments are immutable", file=str(path), line=row.line,
+                    "judgments are immutable",
+                    file=str(path),
+                    line=row.line,
                     field="choice" if row.answer.choice else "label",
                 )
         _write(study, new_rows, str(path))
@@ -116,8 +119,10 @@ def _parse(study: Study, items, text: str, file: str) -> list[_Row]:
         annotator = annotator.strip()
         _check_username(annotator, bad)
         if (item_id, annotator) in seen:
-            raise bad(f"duplicate (item {item_id}, annotator '{annotator}'), first on line {seen[item_id, annotator]}",
-                      "annotator")
+            raise bad(
+                f"duplicate (item {item_id}, annotator '{annotator}'), first on line {seen[item_id, annotator]}",
+                "annotator",
+            )
         seen[item_id, annotator] = line_number
         try:
             answer = validate_answer(study, item, **_answer_parts(proxy, data, candidates))
@@ -195,17 +200,27 @@ def _write(study: Study, rows: list[_Row], file: str) -> None:
                 if not free:
                     raise InputError(
                         f"item {item_id} already has its {study.judgments_per_item} judgments",
-                        file=file, line=row.line, field="item",
+                        file=file,
+                        line=row.line,
+                        field="item",
                     )
                 assignment = Assignment.objects.create(
-                    item=item, annotator=user, slot=free.pop(0), state=Assignment.State.SUBMITTED,
-                    expires_at=now, submitted_at=now,
+                    item=item,
+                    annotator=user,
+                    slot=free.pop(0),
+                    state=Assignment.State.SUBMITTED,
+                    expires_at=now,
+                    submitted_at=now,
                 )
             else:
                 Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
             Judgment.objects.create(
-                item=item, annotator=user, assignment=assignment, **row.answer.judgment_fields(),
-                seconds=row.seconds, source=Judgment.Source.IMPORT,
+                item=item,
+                annotator=user,
+                assignment=assignment,
+                **row.answer.judgment_fields(),
+                seconds=row.seconds,
+                source=Judgment.Source.IMPORT,
             )
 
 

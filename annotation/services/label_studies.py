@@ -20,6 +20,7 @@ Everything random comes from the seed: which queries (visited in a seeded order 
 `n_queries` give items), and the order in which the items are shown. Items never carry their
 qrel: `qrel_label(item)` reads it for staff, e.g. to make an item a gold or qualification item.
 """
+
 from __future__ import annotations
 
 import random
@@ -28,14 +29,20 @@ from collections.abc import Iterable, Sequence
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
-from retrieval.jobs import Progress, no_progress
 from retrieval.models import Collection, Hit, Passage, PoolEntry, Qrel, Query, Run
 
 from ..models import Item, ItemCandidate, Study
 from .labels import study_schema, validate_schema
 from .studies import (
-    MIN_CANDIDATES, PlannedItem, SkippedQuery, StudyCreation, no_item_error, store_study, validate_common_settings,
+    MIN_CANDIDATES,
+    PlannedItem,
+    SkippedQuery,
+    StudyCreation,
+    no_item_error,
+    store_study,
+    validate_common_settings,
     validate_run,
 )
 
@@ -78,8 +85,15 @@ def create_relevance_study(
             "a relevance item shows one passage; multi-select is for quotability", field="label_schema.multi_select"
         )
     fields = _study_fields(
-        name=name, collection=collection, label_schema=schema, judgments_per_item=judgments_per_item, seed=seed,
-        context_left=context_left, context_right=context_right, guidelines=guidelines, claim_minutes=claim_minutes,
+        name=name,
+        collection=collection,
+        label_schema=schema,
+        judgments_per_item=judgments_per_item,
+        seed=seed,
+        context_left=context_left,
+        context_right=context_right,
+        guidelines=guidelines,
+        claim_minutes=claim_minutes,
         created_by=created_by,
     )
     if not runs and not use_pools:
@@ -146,8 +160,15 @@ def create_quotability_study(
     item and the paper's yes/no question; one transaction; InputError names the field."""
     schema = validate_schema(label_schema, kind=Study.Kind.QUOTABILITY)
     fields = _study_fields(
-        name=name, collection=collection, label_schema=schema, judgments_per_item=judgments_per_item, seed=seed,
-        context_left=context_left, context_right=context_right, guidelines=guidelines, claim_minutes=claim_minutes,
+        name=name,
+        collection=collection,
+        label_schema=schema,
+        judgments_per_item=judgments_per_item,
+        seed=seed,
+        context_left=context_left,
+        context_right=context_right,
+        guidelines=guidelines,
+        claim_minutes=claim_minutes,
         created_by=created_by,
     )
     candidates = _selected_queries(collection, queries, n_queries)
@@ -194,7 +215,8 @@ def qrel_label(item: Item):
         if not relevance:
             return None
         return sorted(
-            position for passage_id, position in item.candidates.values_list("passage_id", "position")
+            position
+            for passage_id, position in item.candidates.values_list("passage_id", "position")
             if relevance.get(passage_id, 0) > 0
         )
     passage_id = item.candidates.values_list("passage_id", flat=True).first()
@@ -209,22 +231,44 @@ def qrel_label(item: Item):
 # --- planning ------------------------------------------------------------------------------------
 
 
-def _study_fields(*, name, collection, label_schema, judgments_per_item, seed, context_left, context_right,
-                  guidelines, claim_minutes, created_by) -> dict:
+def _study_fields(
+    *,
+    name,
+    collection,
+    label_schema,
+    judgments_per_item,
+    seed,
+    context_left,
+    context_right,
+    guidelines,
+    claim_minutes,
+    created_by,
+) -> dict:
     """The Study fields every label study sets, validated."""
     validate_common_settings(
-        name=name, judgments_per_item=judgments_per_item, context_left=context_left, context_right=context_right,
+        name=name,
+        judgments_per_item=judgments_per_item,
+        context_left=context_left,
+        context_right=context_right,
         claim_minutes=claim_minutes,
     )
     return {
-        "name": name, "collection": collection, "label_schema": label_schema, "judgments_per_item": judgments_per_item,
-        "seed": seed, "context_left": context_left, "context_right": context_right, "guidelines": guidelines,
-        "claim_minutes": claim_minutes, "created_by": created_by,
+        "name": name,
+        "collection": collection,
+        "label_schema": label_schema,
+        "judgments_per_item": judgments_per_item,
+        "seed": seed,
+        "context_left": context_left,
+        "context_right": context_right,
+        "guidelines": guidelines,
+        "claim_minutes": claim_minutes,
+        "created_by": created_by,
     }
 
 
-def _one_passage_item(query: Query, passage: Passage, run: Run | None = None, rank: int | None = None,
-                      sources: list[dict] | None = None) -> PlannedItem:
+def _one_passage_item(
+    query: Query, passage: Passage, run: Run | None = None, rank: int | None = None, sources: list[dict] | None = None
+) -> PlannedItem:
     """An item showing one passage, with the run and rank that found it (staff provenance)."""
     return PlannedItem(query, [ItemCandidate(passage=passage, source_run=run, source_rank=rank)], sources or [])
 
@@ -379,11 +423,24 @@ def _document_paragraphs(query: Query, golds: list[Passage]) -> list[Passage] | 
 # --- storing -------------------------------------------------------------------------------------
 
 
-def _create(kind: str, fields: dict, annotators: Iterable[AbstractBaseUser], planned: list[PlannedItem],
-            skipped: list[SkippedQuery], parameters: dict, progress: Progress) -> StudyCreation:
+def _create(
+    kind: str,
+    fields: dict,
+    annotators: Iterable[AbstractBaseUser],
+    planned: list[PlannedItem],
+    skipped: list[SkippedQuery],
+    parameters: dict,
+    progress: Progress,
+) -> StudyCreation:
     """The study and its items, shown in a seeded random order, in one transaction."""
     random.Random(f"{fields['seed']}:items").shuffle(planned)
     return store_study(
-        planned, skipped, annotators=annotators, parameters=parameters, progress=progress, kind=kind,
-        candidates_per_item=max(len(entry.candidates) for entry in planned), **fields,
+        planned,
+        skipped,
+        annotators=annotators,
+        parameters=parameters,
+        progress=progress,
+        kind=kind,
+        candidates_per_item=max(len(entry.candidates) for entry in planned),
+        **fields,
     )

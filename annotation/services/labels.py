@@ -9,6 +9,7 @@ compares an answer with an item's known answer (the gold candidate of a proxy it
 `expected_label` of a gold or qualification item) for qualification, gold accuracy and
 adjudication.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass, field
@@ -24,7 +25,13 @@ MAX_SPANS = 50
 # The schema rules live in annotation/label_schema.py (the payload selectors read them too); they
 # are re-exported here beside the answer rules.
 __all__ = [
-    "Answer", "default_schema", "is_correct", "study_schema", "validate_answer", "validate_expected", "validate_schema",
+    "Answer",
+    "default_schema",
+    "is_correct",
+    "study_schema",
+    "validate_answer",
+    "validate_expected",
+    "validate_schema",
 ]
 
 
@@ -41,8 +48,12 @@ class Answer:
 
     def judgment_fields(self) -> dict:
         return {
-            "choice": self.choice, "label": self.label, "spans": self.spans, "rubric": self.rubric,
-            "rationale": self.rationale, "selections": self.selections,
+            "choice": self.choice,
+            "label": self.label,
+            "spans": self.spans,
+            "rubric": self.rubric,
+            "rationale": self.rationale,
+            "selections": self.selections,
         }
 
 

@@ -10,6 +10,7 @@ rows, never Judgments: retries stay possible and no statistic ever sees practice
 
 This module decides and records; `queue.py` turns its states into refusals and payloads.
 """
+
 from __future__ import annotations
 
 import random
@@ -73,8 +74,13 @@ class QualificationState:
             "attempts_allowed": self.attempts_allowed,
             "answered": self.answered,
             "questions": self.questions,
-            "last_attempt": None if last is None else {
-                "number": last.number, "correct": last.correct, "total": last.total, "passed": bool(last.passed),
+            "last_attempt": None
+            if last is None
+            else {
+                "number": last.number,
+                "correct": last.correct,
+                "total": last.total,
+                "passed": bool(last.passed),
             },
         }
 
@@ -89,8 +95,12 @@ def qualification_state(study: Study, annotator) -> QualificationState:
     finished = [attempt for attempt in attempts if attempt.finished_at is not None]
     current = next((attempt for attempt in attempts if attempt.finished_at is None), None)
     state = {
-        "threshold": study.qualification_threshold, "attempts_allowed": allowed, "attempts_made": len(finished),
-        "questions": questions, "current": current, "last": finished[-1] if finished else None,
+        "threshold": study.qualification_threshold,
+        "attempts_allowed": allowed,
+        "attempts_made": len(finished),
+        "questions": questions,
+        "current": current,
+        "last": finished[-1] if finished else None,
     }
     if any(attempt.passed for attempt in finished):
         return QualificationState(QualificationStatus.PASSED, **state)
@@ -136,7 +146,11 @@ def record_answer(attempt: QualificationAttempt, item: Item, answer: Answer) -> 
     """Store a validated answer to a question the open attempt has not answered yet (call inside
     a transaction holding the annotator's lock); scores the attempt after its last question."""
     recorded = QualificationAnswer.objects.create(
-        attempt=attempt, item=item, choice=answer.choice, label=answer.label, selections=answer.selections,
+        attempt=attempt,
+        item=item,
+        choice=answer.choice,
+        label=answer.label,
+        selections=answer.selections,
         correct=is_correct(item, answer) is True,
     )
     if _first_unanswered(attempt) is None:

@@ -25,6 +25,7 @@ Decisions, in one place:
   time (the latest decision stands, with who made it and when), open or closed study alike,
   since adjudicating usually happens after annotation closes.
 """
+
 from __future__ import annotations
 
 import math
@@ -109,10 +110,7 @@ def designate_items(
         raise InputError("give either a number of items to draw or the items themselves", field="count")
     expected = expected or {}
     with transaction.atomic():
-        if items is None:
-            chosen = _draw_items(study, role, count, seed)
-        else:
-            chosen = _given_items(study, list(items), expected)
+        chosen = _draw_items(study, role, count, seed) if items is None else _given_items(study, list(items), expected)
         for item in chosen:
             item.role = role
             if item.pk in expected:
@@ -169,7 +167,8 @@ def _given_items(study: Study, items: list[Item], expected: dict) -> list[Item]:
         if item.pk not in untouched:
             raise InputError(f"item {item.pk} is not an unjudged work item", field="items")
         known = item.pk in expected or (
-            item.candidates.filter(is_gold=True).exists() if study.kind == Study.Kind.PROXY
+            item.candidates.filter(is_gold=True).exists()
+            if study.kind == Study.Kind.PROXY
             else item.expected_label is not None
         )
         if not known:
@@ -248,26 +247,48 @@ def _findings(study: Study, min_evidence: int) -> list[_Finding]:
     findings = []
     for username, rate in gold_accuracy(study).items():
         if rate.total >= min_evidence and rate.rate < study.gold_accuracy_threshold:
-            findings.append(_Finding(
-                username, AnnotatorFlag.Reason.LOW_GOLD_ACCURACY, rate.rate, study.gold_accuracy_threshold,
-                rate.total, {"correct": rate.hits, "gold_judgments": rate.total},
-            ))
+            findings.append(
+                _Finding(
+                    username,
+                    AnnotatorFlag.Reason.LOW_GOLD_ACCURACY,
+                    rate.rate,
+                    study.gold_accuracy_threshold,
+                    rate.total,
+                    {"correct": rate.hits, "gold_judgments": rate.total},
+                )
+            )
     speed = speeds(study)
     if speed.study_median:
         limit = study.fast_fraction * speed.study_median
         for username, median in speed.medians.items():
             if speed.counts[username] >= min_evidence and median < limit:
-                findings.append(_Finding(
-                    username, AnnotatorFlag.Reason.TOO_FAST, median, limit, speed.counts[username],
-                    {"median_seconds": median, "study_median_seconds": speed.study_median,
-                     "fast_fraction": study.fast_fraction, "judgments": speed.counts[username]},
-                ))
+                findings.append(
+                    _Finding(
+                        username,
+                        AnnotatorFlag.Reason.TOO_FAST,
+                        median,
+                        limit,
+                        speed.counts[username],
+                        {
+                            "median_seconds": median,
+                            "study_median_seconds": speed.study_median,
+                            "fast_fraction": study.fast_fraction,
+                            "judgments": speed.counts[username],
+                        },
+                    )
+                )
     for username, rate in peer_pass_rates(study).items():
         if rate.total >= min_evidence and rate.rate < study.peer_pass_target:
-            findings.append(_Finding(
-                username, AnnotatorFlag.Reason.LOW_PEER_PASS_RATE, rate.rate, study.peer_pass_target, rate.total,
-                {"passed": rate.hits, "reviewed": rate.total},
-            ))
+            findings.append(
+                _Finding(
+                    username,
+                    AnnotatorFlag.Reason.LOW_PEER_PASS_RATE,
+                    rate.rate,
+                    study.peer_pass_target,
+                    rate.total,
+                    {"passed": rate.hits, "reviewed": rate.total},
+                )
+            )
     return findings
 
 
@@ -307,7 +328,9 @@ def refresh_flags(study: Study, *, min_evidence: int = MIN_FLAG_EVIDENCE) -> dic
 def resolve_flag(flag: AnnotatorFlag, *, by) -> AnnotatorFlag:
     """Staff have looked at the flag (and acted, or decided not to). Resolving twice keeps the
     first resolution."""
-    AnnotatorFlag.objects.filter(pk=flag.pk, resolved_at__isnull=True).update(resolved_at=timezone.now(), resolved_by=by)
+    AnnotatorFlag.objects.filter(pk=flag.pk, resolved_at__isnull=True).update(
+        resolved_at=timezone.now(), resolved_by=by
+    )
     flag.refresh_from_db()
     return flag
 
@@ -324,7 +347,8 @@ def block_annotator(study: Study, annotator, *, by, reason: str, exclude_judgmen
         raise InputError("a reason is required to block an annotator", field="reason")
     with transaction.atomic():
         block, _ = StudyBlock.objects.update_or_create(
-            study=study, annotator=annotator,
+            study=study,
+            annotator=annotator,
             defaults={"reason": reason.strip(), "exclude_judgments": exclude_judgments, "created_by": by},
         )
         Assignment.objects.filter(item__study=study, annotator=annotator, state=Assignment.State.ACTIVE).update(
@@ -353,11 +377,12 @@ def eligible_reviewers(study: Study) -> list:
     if study.annotators.exists():
         people = study.annotators.all()
     else:
-        people = get_user_model().objects.filter(
-            pk__in=Judgment.objects.filter(item__study=study).values("annotator")
-        )
-    return [person for person in people.order_by("pk") if annotator_refusal(study, person) is None
-            and qualification_state(study, person).qualified]
+        people = get_user_model().objects.filter(pk__in=Judgment.objects.filter(item__study=study).values("annotator"))
+    return [
+        person
+        for person in people.order_by("pk")
+        if annotator_refusal(study, person) is None and qualification_state(study, person).qualified
+    ]
 
 
 def sample_for_peer_review(study: Study, *, seed: int | None = None) -> dict:
@@ -372,9 +397,7 @@ def sample_for_peer_review(study: Study, *, seed: int | None = None) -> dict:
     reviewers = eligible_reviewers(study)
     rng.shuffle(reviewers)  # ties in load go to a seeded order, not to the oldest account
     still_to_judge = {reviewer.pk: items_still_to_judge(study, reviewer) for reviewer in reviewers}
-    load = Counter(
-        PeerReview.objects.filter(judgment__item__study=study).values_list("reviewer_id", flat=True)
-    )
+    load = Counter(PeerReview.objects.filter(judgment__item__study=study).values_list("reviewer_id", flat=True))
     judged = set(Judgment.objects.filter(item__study=study).values_list("item_id", "annotator_id"))
     sampled = set(PeerReview.objects.filter(judgment__item__study=study).values_list("judgment_id", flat=True))
     by_author: dict[int, list[Judgment]] = defaultdict(list)
@@ -389,15 +412,14 @@ def sample_for_peer_review(study: Study, *, seed: int | None = None) -> dict:
             missing = wanted - (len(judgments) - len(fresh))
             for judgment in rng.sample(fresh, max(0, min(missing, len(fresh)))):
                 others = [
-                    reviewer for reviewer in reviewers
+                    reviewer
+                    for reviewer in reviewers
                     if reviewer.pk != author_id and judgment.item_id not in still_to_judge[reviewer.pk]
                 ]
                 if not others:
                     unassigned += 1
                     continue
-                reviewer = min(
-                    others, key=lambda person: ((judgment.item_id, person.pk) in judged, load[person.pk])
-                )
+                reviewer = min(others, key=lambda person: ((judgment.item_id, person.pk) in judged, load[person.pk]))
                 PeerReview.objects.create(judgment=judgment, reviewer=reviewer)
                 load[reviewer.pk] += 1
                 assigned += 1
@@ -490,19 +512,21 @@ def disagreement_items(study: Study) -> list[dict]:
     for item in items:
         counts = Counter(answers[item.pk])
         labels = [] if study.kind == Study.Kind.PROXY else [key for key in counts if isinstance(key, int)]
-        rows.append({
-            "item": item.pk,
-            "position": item.position,
-            "query": item.query.external_id,
-            "gold_position": gold_positions.get(item.pk),
-            "judgments": sum(counts.values()),
-            "answers": [
-                {"answer": list(key) if isinstance(key, tuple) else key, "count": count}
-                for key, count in sorted(counts.items(), key=lambda pair: (-pair[1], str(pair[0])))
-            ],
-            "range": max(labels) - min(labels) if labels else None,
-            "adjudication": adjudication_payload(getattr(item, "adjudication", None)),
-        })
+        rows.append(
+            {
+                "item": item.pk,
+                "position": item.position,
+                "query": item.query.external_id,
+                "gold_position": gold_positions.get(item.pk),
+                "judgments": sum(counts.values()),
+                "answers": [
+                    {"answer": list(key) if isinstance(key, tuple) else key, "count": count}
+                    for key, count in sorted(counts.items(), key=lambda pair: (-pair[1], str(pair[0])))
+                ],
+                "range": max(labels) - min(labels) if labels else None,
+                "adjudication": adjudication_payload(getattr(item, "adjudication", None)),
+            }
+        )
     return rows
 
 
@@ -535,11 +559,15 @@ def adjudicate(
     item; deciding again replaces the answer, the note, who decided and when."""
     study = item.study
     if item.role != Item.Role.WORK:
-        raise InputError(f"item {item.pk} is a {item.role} item with a known answer; only work items are adjudicated",
-                         field="item")
+        raise InputError(
+            f"item {item.pk} is a {item.role} item with a known answer; only work items are adjudicated", field="item"
+        )
     if study.kind == Study.Kind.PROXY:
-        fields = {"choice": validate_answer(study, item, candidate=candidate, position=position).choice,
-                  "label": None, "selections": []}
+        fields = {
+            "choice": validate_answer(study, item, candidate=candidate, position=position).choice,
+            "label": None,
+            "selections": [],
+        }
     else:
         multi_select = study_schema(study)["multi_select"]
         field_name = "selections" if multi_select else "label"
@@ -564,26 +592,38 @@ def quality_overview(study: Study) -> dict:
     block and open flags; plus disagreement and adjudication counts."""
     gold, peer, speed = gold_accuracy(study), peer_pass_rates(study), speeds(study)
     counted = Counter(counted_judgments(study).values_list("annotator__username", flat=True))
-    blocks = {block.annotator.username: block for block in StudyBlock.objects.filter(study=study).select_related("annotator")}
+    blocks = {
+        block.annotator.username: block for block in StudyBlock.objects.filter(study=study).select_related("annotator")
+    }
     flags = defaultdict(list)
     for username, reason in AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True).values_list(
         "annotator__username", "reason"
     ):
         flags[username].append(reason)
-    people = get_user_model().objects.filter(
-        Q(pk__in=Judgment.objects.filter(item__study=study).values("annotator"))
-        | Q(pk__in=QualificationAttempt.objects.filter(study=study).values("annotator"))
-        | Q(pk__in=StudyBlock.objects.filter(study=study).values("annotator"))
-    ).order_by("username")
+    people = (
+        get_user_model()
+        .objects.filter(
+            Q(pk__in=Judgment.objects.filter(item__study=study).values("annotator"))
+            | Q(pk__in=QualificationAttempt.objects.filter(study=study).values("annotator"))
+            | Q(pk__in=StudyBlock.objects.filter(study=study).values("annotator"))
+        )
+        .order_by("username")
+    )
     roles = Counter(study.items.values_list("role", flat=True))
     disagreements = disagreement_items(study)
     return {
         "study": study.pk,
         "kind": study.kind,
         "settings": {
-            name: getattr(study, name) for name in (
-                "qualification_threshold", "qualification_attempts", "gold_rate", "gold_accuracy_threshold",
-                "fast_fraction", "peer_review_rate", "peer_pass_target",
+            name: getattr(study, name)
+            for name in (
+                "qualification_threshold",
+                "qualification_attempts",
+                "gold_rate",
+                "gold_accuracy_threshold",
+                "fast_fraction",
+                "peer_review_rate",
+                "peer_pass_target",
             )
         },
         "items": {role: roles.get(role, 0) for role in Item.Role.values},

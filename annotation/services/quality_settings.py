@@ -7,6 +7,7 @@ Known answers for label items come from the collection's qrels (`label_studies.q
 the qualification questions and hidden gold are then drawn among them by
 `quality.designate_items` / `designate_gold_share`.
 """
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -38,8 +39,11 @@ def apply_quality_settings(
     """Store the settings (shares between 0 and 1; a threshold of None means no qualification
     round), or InputError naming the offending one."""
     shares = {
-        "gold_rate": gold_rate, "gold_accuracy_threshold": gold_accuracy_threshold, "fast_fraction": fast_fraction,
-        "peer_review_rate": peer_review_rate, "peer_pass_target": peer_pass_target,
+        "gold_rate": gold_rate,
+        "gold_accuracy_threshold": gold_accuracy_threshold,
+        "fast_fraction": fast_fraction,
+        "peer_review_rate": peer_review_rate,
+        "peer_pass_target": peer_pass_target,
     }
     if qualification_threshold is not None:
         shares["qualification_threshold"] = qualification_threshold
@@ -65,7 +69,9 @@ def known_answers_from_qrels(study: Study) -> int:
     if study.kind == Study.Kind.PROXY:
         return 0
     labelled = 0
-    for item in Item.objects.filter(study=study, role=Item.Role.WORK, expected_label__isnull=True).select_related("study"):
+    for item in Item.objects.filter(study=study, role=Item.Role.WORK, expected_label__isnull=True).select_related(
+        "study"
+    ):
         answer = qrel_label(item)
         if answer is not None:
             Item.objects.filter(pk=item.pk).update(expected_label=answer)

@@ -13,6 +13,7 @@ others when designated) and are claimed and shown exactly like work items; an an
 from the study (StudyBlock) or everywhere (AnnotatorProfile.blocked) gets no work; an item whose
 answer an annotator was shown in a peer review is never served to them.
 """
+
 from __future__ import annotations
 
 import math
@@ -247,8 +248,15 @@ def submit_judgment(
         raise AnnotationForbidden(refusal)
     if item.role == Item.Role.QUALIFICATION:
         return _submit_qualification_answer(
-            annotator, item, candidate=candidate, position=position, label=label, spans=spans, rubric=rubric,
-            rationale=rationale, selections=selections,
+            annotator,
+            item,
+            candidate=candidate,
+            position=position,
+            label=label,
+            spans=spans,
+            rubric=rubric,
+            rationale=rationale,
+            selections=selections,
         )
     try:
         with transaction.atomic():
@@ -264,21 +272,33 @@ def submit_judgment(
             # back with the rest when the answer is then rejected.
             assignment = _submittable_assignment(item, annotator)
             answer = _resolve_answer(
-                item, candidate=candidate, position=position, label=label, spans=spans, rubric=rubric,
-                rationale=rationale, selections=selections,
+                item,
+                candidate=candidate,
+                position=position,
+                label=label,
+                spans=spans,
+                rubric=rubric,
+                rationale=rationale,
+                selections=selections,
             )
             now = timezone.now()
             judgment = Judgment.objects.create(
-                item=item, annotator=annotator, assignment=assignment, **answer.judgment_fields(),
+                item=item,
+                annotator=annotator,
+                assignment=assignment,
+                **answer.judgment_fields(),
                 seconds=clamp_seconds(seconds),
-                server_seconds=(now - assignment.claimed_at).total_seconds(), source=Judgment.Source.WEB,
+                server_seconds=(now - assignment.claimed_at).total_seconds(),
+                source=Judgment.Source.WEB,
             )
             Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
     except IntegrityError:
         # The database refused a second judgment of the same annotator: the first one stands.
         stored = Judgment.objects.filter(item=item, annotator=annotator).first()
         if stored is None:
-            raise SubmissionRejected("this item's judgments were completed by others meanwhile", conflict=True) from None
+            raise SubmissionRejected(
+                "this item's judgments were completed by others meanwhile", conflict=True
+            ) from None
         return Submission(stored, created=False)
     return Submission(judgment, created=True)
 

@@ -20,6 +20,7 @@ What every kind of study shares lives here too: the common settings' validation,
 (the study, its items and their candidates in one transaction) and `get_study`; label_studies.py
 plans the relevance and quotability items and stores them the same way.
 """
+
 from __future__ import annotations
 
 import random
@@ -30,8 +31,8 @@ from dataclasses import asdict, dataclass, field
 from django.contrib.auth.models import AbstractBaseUser
 from django.db import transaction
 
+from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
-from retrieval.jobs import Progress, no_progress
 from retrieval.models import Collection, Document, Hit, Passage, Qrel, Query, Run
 
 from ..models import Item, ItemCandidate, Study
@@ -115,9 +116,16 @@ def create_proxy_study(
     """
     annotators = list(annotators)
     _validate_settings(
-        name=name, collection=collection, negatives_run=negatives_run, items=items, candidates=candidates,
-        judgments_per_item=judgments_per_item, context_left=context_left, context_right=context_right,
-        book=book, claim_minutes=claim_minutes,
+        name=name,
+        collection=collection,
+        negatives_run=negatives_run,
+        items=items,
+        candidates=candidates,
+        judgments_per_item=judgments_per_item,
+        context_left=context_left,
+        context_right=context_right,
+        book=book,
+        claim_minutes=claim_minutes,
     )
     queries = _eligible_queries(collection, single_sentence=single_sentence, book=book)
     random.Random(seed).shuffle(queries)
@@ -138,18 +146,40 @@ def create_proxy_study(
     for entry, gold_position in zip(planned, _gold_positions(len(planned), candidates, seed)):
         entry.candidates = _display_order(entry.candidates, gold_position, seed, entry.query)
     parameters = {
-        "requested_items": items, "single_sentence": single_sentence, "book": book.external_id if book else None,
+        "requested_items": items,
+        "single_sentence": single_sentence,
+        "book": book.external_id if book else None,
     }
     return store_study(
-        planned, skipped, annotators=annotators, parameters=parameters, progress=progress,
-        name=name, kind=Study.Kind.PROXY, collection=collection, negatives_run=negatives_run, seed=seed,
-        candidates_per_item=candidates, judgments_per_item=judgments_per_item, context_left=context_left,
-        context_right=context_right, guidelines=guidelines, claim_minutes=claim_minutes, created_by=created_by,
+        planned,
+        skipped,
+        annotators=annotators,
+        parameters=parameters,
+        progress=progress,
+        name=name,
+        kind=Study.Kind.PROXY,
+        collection=collection,
+        negatives_run=negatives_run,
+        seed=seed,
+        candidates_per_item=candidates,
+        judgments_per_item=judgments_per_item,
+        context_left=context_left,
+        context_right=context_right,
+        guidelines=guidelines,
+        claim_minutes=claim_minutes,
+        created_by=created_by,
     )
 
 
-def store_study(planned: Sequence[PlannedItem], skipped: list[SkippedQuery], *, annotators: Iterable[AbstractBaseUser],
-                parameters: dict, progress: Progress, **fields) -> StudyCreation:
+def store_study(
+    planned: Sequence[PlannedItem],
+    skipped: list[SkippedQuery],
+    *,
+    annotators: Iterable[AbstractBaseUser],
+    parameters: dict,
+    progress: Progress,
+    **fields,
+) -> StudyCreation:
     """The study (`fields` are Study fields; `parameters` get the skipped queries), its items in
     the planned order and each item's candidates, in one transaction. Candidates are inserted in
     DISPLAY order, so primary keys follow what annotators see and never single out the gold."""
@@ -176,10 +206,24 @@ def no_item_error(which: str, skipped: list[SkippedQuery], field: str) -> InputE
     return InputError(f"{which} can be made into an item{detail}", field=field)
 
 
-def _validate_settings(*, name, collection, negatives_run, items, candidates, judgments_per_item,
-                       context_left, context_right, book, claim_minutes) -> None:
+def _validate_settings(
+    *,
+    name,
+    collection,
+    negatives_run,
+    items,
+    candidates,
+    judgments_per_item,
+    context_left,
+    context_right,
+    book,
+    claim_minutes,
+) -> None:
     validate_common_settings(
-        name=name, judgments_per_item=judgments_per_item, context_left=context_left, context_right=context_right,
+        name=name,
+        judgments_per_item=judgments_per_item,
+        context_left=context_left,
+        context_right=context_right,
         claim_minutes=claim_minutes,
     )
     if not MIN_CANDIDATES <= candidates <= MAX_CANDIDATES:
@@ -270,9 +314,7 @@ def _gold_positions(n_items: int, k: int, seed: int) -> list[int]:
     return positions
 
 
-def _display_order(
-    chosen: list[ItemCandidate], gold_position: int, seed: int, query: Query
-) -> list[ItemCandidate]:
+def _display_order(chosen: list[ItemCandidate], gold_position: int, seed: int, query: Query) -> list[ItemCandidate]:
     """The gold at its position, the negatives around it in an order shuffled once per item
     (seeded by the study seed and the query)."""
     gold, negatives = chosen[0], list(chosen[1:])

@@ -1,4 +1,5 @@
 """Template filters for texts whose characters the annotator marks spans in."""
+
 from django import template
 from django.utils.html import escape
 from django.utils.safestring import mark_safe

@@ -5,26 +5,40 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
-        ('annotation', '0001_initial'),
+        ("annotation", "0001_initial"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='StudyReport',
+            name="StudyReport",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('model_runs_key', models.CharField(blank=True, help_text='Sorted ids of the model runs compared, comma-separated.', max_length=500)),
-                ('fingerprint', models.CharField(help_text='SHA-256 of the inputs the payload came from.', max_length=64)),
-                ('payload', models.JSONField()),
-                ('computed_at', models.DateTimeField(auto_now=True)),
-                ('study', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='reports', to='annotation.study')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "model_runs_key",
+                    models.CharField(
+                        blank=True, help_text="Sorted ids of the model runs compared, comma-separated.", max_length=500
+                    ),
+                ),
+                (
+                    "fingerprint",
+                    models.CharField(help_text="SHA-256 of the inputs the payload came from.", max_length=64),
+                ),
+                ("payload", models.JSONField()),
+                ("computed_at", models.DateTimeField(auto_now=True)),
+                (
+                    "study",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="reports", to="annotation.study"
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('study', 'model_runs_key'), name='studyreport_unique_runs')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("study", "model_runs_key"), name="studyreport_unique_runs")
+                ],
             },
         ),
     ]

@@ -1,5 +1,6 @@
 """Options several commands share, read one way: `--context L/R` and a collection named by
 `--collection` (training's own options are in training_arguments.py)."""
+
 from __future__ import annotations
 
 from retrieval.errors import InputError

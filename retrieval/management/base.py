@@ -1,5 +1,6 @@
 """Base for Marginalia's management commands: `--json` prints one JSON object as the last line of
 stdout (the contract checks read it), bad input becomes a one-line error and a non-zero exit."""
+
 from __future__ import annotations
 
 import json

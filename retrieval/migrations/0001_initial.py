@@ -6,7 +6,6 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
     dependencies = [
@@ -15,216 +14,402 @@ class Migration(migrations.Migration):
 
     operations = [
         migrations.CreateModel(
-            name='Collection',
+            name="Collection",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('kind', models.CharField(choices=[('book', 'Book (sentences and windows)'), ('relic', 'RELiC books with scholarly contexts'), ('beir', 'BEIR documents')], max_length=20)),
-                ('description', models.TextField(blank=True)),
-                ('source', models.CharField(blank=True, help_text='Path or URL it was imported from.', max_length=500)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("book", "Book (sentences and windows)"),
+                            ("relic", "RELiC books with scholarly contexts"),
+                            ("beir", "BEIR documents"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("description", models.TextField(blank=True)),
+                ("source", models.CharField(blank=True, help_text="Path or URL it was imported from.", max_length=500)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
         ),
         migrations.CreateModel(
-            name='Document',
+            name="Document",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=300)),
-                ('title', models.CharField(max_length=500)),
-                ('author', models.CharField(blank=True, max_length=300)),
-                ('ordinal', models.PositiveIntegerField(default=0)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='documents', to='retrieval.collection')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=300)),
+                ("title", models.CharField(max_length=500)),
+                ("author", models.CharField(blank=True, max_length=300)),
+                ("ordinal", models.PositiveIntegerField(default=0)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="documents", to="retrieval.collection"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['collection_id', 'ordinal'],
+                "ordering": ["collection_id", "ordinal"],
             },
         ),
         migrations.CreateModel(
-            name='Job',
+            name="Job",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(max_length=50)),
-                ('queue', models.CharField(default='cpu', max_length=20)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('succeeded', 'Succeeded'), ('failed', 'Failed'), ('cancelled', 'Cancelled')], default='pending', max_length=20)),
-                ('progress', models.FloatField(default=0.0)),
-                ('message', models.CharField(blank=True, max_length=500)),
-                ('error', models.TextField(blank=True)),
-                ('parameters', models.JSONField(blank=True, default=dict)),
-                ('result', models.JSONField(blank=True, default=dict)),
-                ('celery_id', models.CharField(blank=True, max_length=100)),
-                ('cancel_requested', models.BooleanField(default=False)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('started_at', models.DateTimeField(blank=True, null=True)),
-                ('finished_at', models.DateTimeField(blank=True, null=True)),
-                ('created_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL)),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("kind", models.CharField(max_length=50)),
+                ("queue", models.CharField(default="cpu", max_length=20)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("succeeded", "Succeeded"),
+                            ("failed", "Failed"),
+                            ("cancelled", "Cancelled"),
+                        ],
+                        default="pending",
+                        max_length=20,
+                    ),
+                ),
+                ("progress", models.FloatField(default=0.0)),
+                ("message", models.CharField(blank=True, max_length=500)),
+                ("error", models.TextField(blank=True)),
+                ("parameters", models.JSONField(blank=True, default=dict)),
+                ("result", models.JSONField(blank=True, default=dict)),
+                ("celery_id", models.CharField(blank=True, max_length=100)),
+                ("cancel_requested", models.BooleanField(default=False)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("started_at", models.DateTimeField(blank=True, null=True)),
+                ("finished_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "created_by",
+                    models.ForeignKey(
+                        blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, to=settings.AUTH_USER_MODEL
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Passage',
+            name="Passage",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=300)),
-                ('title', models.CharField(blank=True, max_length=500)),
-                ('text', models.TextField()),
-                ('start', models.PositiveIntegerField(blank=True, help_text='First sentence index (books).', null=True)),
-                ('length', models.PositiveSmallIntegerField(blank=True, help_text='Number of sentences (books).', null=True)),
-                ('ordinal', models.PositiveIntegerField()),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='passages', to='retrieval.collection')),
-                ('document', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='passages', to='retrieval.document')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=300)),
+                ("title", models.CharField(blank=True, max_length=500)),
+                ("text", models.TextField()),
+                (
+                    "start",
+                    models.PositiveIntegerField(blank=True, help_text="First sentence index (books).", null=True),
+                ),
+                (
+                    "length",
+                    models.PositiveSmallIntegerField(blank=True, help_text="Number of sentences (books).", null=True),
+                ),
+                ("ordinal", models.PositiveIntegerField()),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="passages", to="retrieval.collection"
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="passages",
+                        to="retrieval.document",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['collection_id', 'ordinal'],
+                "ordering": ["collection_id", "ordinal"],
             },
         ),
         migrations.CreateModel(
-            name='Query',
+            name="Query",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('external_id', models.CharField(max_length=300)),
-                ('text', models.TextField(blank=True)),
-                ('left_context', models.JSONField(blank=True, default=list)),
-                ('right_context', models.JSONField(blank=True, default=list)),
-                ('quote_length', models.PositiveSmallIntegerField(blank=True, null=True)),
-                ('split', models.CharField(default='test', max_length=20)),
-                ('metadata', models.JSONField(blank=True, default=dict)),
-                ('ordinal', models.PositiveIntegerField(default=0)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='queries', to='retrieval.collection')),
-                ('document', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.CASCADE, related_name='queries', to='retrieval.document')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("external_id", models.CharField(max_length=300)),
+                ("text", models.TextField(blank=True)),
+                ("left_context", models.JSONField(blank=True, default=list)),
+                ("right_context", models.JSONField(blank=True, default=list)),
+                ("quote_length", models.PositiveSmallIntegerField(blank=True, null=True)),
+                ("split", models.CharField(default="test", max_length=20)),
+                ("metadata", models.JSONField(blank=True, default=dict)),
+                ("ordinal", models.PositiveIntegerField(default=0)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="queries", to="retrieval.collection"
+                    ),
+                ),
+                (
+                    "document",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="queries",
+                        to="retrieval.document",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'queries',
-                'ordering': ['collection_id', 'ordinal'],
+                "verbose_name_plural": "queries",
+                "ordering": ["collection_id", "ordinal"],
             },
         ),
         migrations.CreateModel(
-            name='Qrel',
+            name="Qrel",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('relevance', models.IntegerField()),
-                ('passage', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='qrels', to='retrieval.passage')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='qrels', to='retrieval.query')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("relevance", models.IntegerField()),
+                (
+                    "passage",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="qrels", to="retrieval.passage"
+                    ),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="qrels", to="retrieval.query"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='PoolEntry',
+            name="PoolEntry",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('position', models.PositiveIntegerField()),
-                ('passage', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='retrieval.passage')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='pool_entries', to='retrieval.query')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("position", models.PositiveIntegerField()),
+                (
+                    "passage",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="retrieval.passage"
+                    ),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="pool_entries", to="retrieval.query"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['query_id', 'position'],
+                "ordering": ["query_id", "position"],
             },
         ),
         migrations.CreateModel(
-            name='Retriever',
+            name="Retriever",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('kind', models.CharField(choices=[('bm25', 'BM25 (Okapi)'), ('dense', 'Dense (sentence-transformers)')], max_length=20)),
-                ('parameters', models.JSONField(blank=True, default=dict)),
-                ('model_path', models.CharField(blank=True, help_text='Model name or folder (dense).', max_length=1000)),
-                ('query_model_path', models.CharField(blank=True, help_text='Separate query encoder (asymmetric dense); empty: shared.', max_length=1000)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('trained_on', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='retrieval.collection')),
-                ('training_job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='retrieval.job')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("name", models.CharField(max_length=200, unique=True)),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("bm25", "BM25 (Okapi)"), ("dense", "Dense (sentence-transformers)")], max_length=20
+                    ),
+                ),
+                ("parameters", models.JSONField(blank=True, default=dict)),
+                (
+                    "model_path",
+                    models.CharField(blank=True, help_text="Model name or folder (dense).", max_length=1000),
+                ),
+                (
+                    "query_model_path",
+                    models.CharField(
+                        blank=True,
+                        help_text="Separate query encoder (asymmetric dense); empty: shared.",
+                        max_length=1000,
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "trained_on",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="retrieval.collection",
+                    ),
+                ),
+                (
+                    "training_job",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="retrieval.job",
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Run',
+            name="Run",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('parameters', models.JSONField(default=dict)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('running', 'Running'), ('done', 'Done'), ('failed', 'Failed')], default='pending', max_length=20)),
-                ('seconds', models.FloatField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('collection', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='runs', to='retrieval.collection')),
-                ('job', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='runs', to='retrieval.job')),
-                ('retriever', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='runs', to='retrieval.retriever')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("parameters", models.JSONField(default=dict)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("running", "Running"),
+                            ("done", "Done"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=20,
+                    ),
+                ),
+                ("seconds", models.FloatField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "collection",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="runs", to="retrieval.collection"
+                    ),
+                ),
+                (
+                    "job",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="runs",
+                        to="retrieval.job",
+                    ),
+                ),
+                (
+                    "retriever",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT, related_name="runs", to="retrieval.retriever"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['-created_at'],
+                "ordering": ["-created_at"],
             },
         ),
         migrations.CreateModel(
-            name='Hit',
+            name="Hit",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rank', models.PositiveIntegerField()),
-                ('score', models.FloatField()),
-                ('passage', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='retrieval.passage')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='retrieval.query')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='hits', to='retrieval.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("rank", models.PositiveIntegerField()),
+                ("score", models.FloatField()),
+                (
+                    "passage",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="retrieval.passage"
+                    ),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="retrieval.query"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="hits", to="retrieval.run"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['run_id', 'query_id', 'rank'],
+                "ordering": ["run_id", "query_id", "rank"],
             },
         ),
         migrations.CreateModel(
-            name='RunQuery',
+            name="RunQuery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('candidates', models.PositiveIntegerField()),
-                ('gold_rank', models.PositiveIntegerField(blank=True, null=True)),
-                ('relevant_ranks', models.JSONField(blank=True, default=dict, help_text='passage id -> rank, all relevant.')),
-                ('query', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='retrieval.query')),
-                ('run', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='query_results', to='retrieval.run')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("candidates", models.PositiveIntegerField()),
+                ("gold_rank", models.PositiveIntegerField(blank=True, null=True)),
+                (
+                    "relevant_ranks",
+                    models.JSONField(blank=True, default=dict, help_text="passage id -> rank, all relevant."),
+                ),
+                (
+                    "query",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="+", to="retrieval.query"
+                    ),
+                ),
+                (
+                    "run",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="query_results", to="retrieval.run"
+                    ),
+                ),
             ],
         ),
         migrations.CreateModel(
-            name='Sentence',
+            name="Sentence",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('index', models.PositiveIntegerField()),
-                ('text', models.TextField()),
-                ('document', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='sentences', to='retrieval.document')),
+                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                ("index", models.PositiveIntegerField()),
+                ("text", models.TextField()),
+                (
+                    "document",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE, related_name="sentences", to="retrieval.document"
+                    ),
+                ),
             ],
             options={
-                'ordering': ['document_id', 'index'],
+                "ordering": ["document_id", "index"],
             },
         ),
         migrations.AddConstraint(
-            model_name='document',
-            constraint=models.UniqueConstraint(fields=('collection', 'external_id'), name='document_unique_external_id'),
+            model_name="document",
+            constraint=models.UniqueConstraint(
+                fields=("collection", "external_id"), name="document_unique_external_id"
+            ),
         ),
         migrations.AddIndex(
-            model_name='passage',
-            index=models.Index(fields=['document', 'length', 'start'], name='retrieval_p_documen_296db9_idx'),
+            model_name="passage",
+            index=models.Index(fields=["document", "length", "start"], name="retrieval_p_documen_296db9_idx"),
         ),
         migrations.AddConstraint(
-            model_name='passage',
-            constraint=models.UniqueConstraint(fields=('collection', 'external_id'), name='passage_unique_external_id'),
+            model_name="passage",
+            constraint=models.UniqueConstraint(fields=("collection", "external_id"), name="passage_unique_external_id"),
         ),
         migrations.AddConstraint(
-            model_name='query',
-            constraint=models.UniqueConstraint(fields=('collection', 'external_id'), name='query_unique_external_id'),
+            model_name="query",
+            constraint=models.UniqueConstraint(fields=("collection", "external_id"), name="query_unique_external_id"),
         ),
         migrations.AddConstraint(
-            model_name='qrel',
-            constraint=models.UniqueConstraint(fields=('query', 'passage'), name='qrel_unique_pair'),
+            model_name="qrel",
+            constraint=models.UniqueConstraint(fields=("query", "passage"), name="qrel_unique_pair"),
         ),
         migrations.AddConstraint(
-            model_name='poolentry',
-            constraint=models.UniqueConstraint(fields=('query', 'passage'), name='pool_unique_passage'),
+            model_name="poolentry",
+            constraint=models.UniqueConstraint(fields=("query", "passage"), name="pool_unique_passage"),
         ),
         migrations.AddConstraint(
-            model_name='poolentry',
-            constraint=models.UniqueConstraint(fields=('query', 'position'), name='pool_unique_position'),
+            model_name="poolentry",
+            constraint=models.UniqueConstraint(fields=("query", "position"), name="pool_unique_position"),
         ),
         migrations.AddConstraint(
-            model_name='hit',
-            constraint=models.UniqueConstraint(fields=('run', 'query', 'rank'), name='hit_unique_rank'),
+            model_name="hit",
+            constraint=models.UniqueConstraint(fields=("run", "query", "rank"), name="hit_unique_rank"),
         ),
         migrations.AddConstraint(
-            model_name='runquery',
-            constraint=models.UniqueConstraint(fields=('run', 'query'), name='runquery_unique'),
+            model_name="runquery",
+            constraint=models.UniqueConstraint(fields=("run", "query"), name="runquery_unique"),
         ),
         migrations.AddConstraint(
-            model_name='sentence',
-            constraint=models.UniqueConstraint(fields=('document', 'index'), name='sentence_unique_index'),
+            model_name="sentence",
+            constraint=models.UniqueConstraint(fields=("document", "index"), name="sentence_unique_index"),
         ),
     ]

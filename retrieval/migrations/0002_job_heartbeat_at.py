@@ -4,15 +4,16 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('retrieval', '0001_initial'),
+        ("retrieval", "0001_initial"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='job',
-            name='heartbeat_at',
-            field=models.DateTimeField(blank=True, help_text='Last sign of life of a running job (each progress report).', null=True),
+            model_name="job",
+            name="heartbeat_at",
+            field=models.DateTimeField(
+                blank=True, help_text="Last sign of life of a running job (each progress report).", null=True
+            ),
         ),
     ]

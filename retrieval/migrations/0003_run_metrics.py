@@ -4,15 +4,18 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('retrieval', '0002_job_heartbeat_at'),
+        ("retrieval", "0002_job_heartbeat_at"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='run',
-            name='metrics',
-            field=models.JSONField(blank=True, help_text="evaluate_run's report, stored when the run finished (hits and qrels no longer change).", null=True),
+            model_name="run",
+            name="metrics",
+            field=models.JSONField(
+                blank=True,
+                help_text="evaluate_run's report, stored when the run finished (hits and qrels no longer change).",
+                null=True,
+            ),
         ),
     ]

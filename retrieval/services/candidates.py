@@ -5,6 +5,7 @@ gold quote; BIRCO gives each query its own pool; plain BEIR ranks against the wh
 Queries that share a set are scored together, so a retriever builds one index (BM25) or encodes
 the passages once (dense) per set.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
@@ -67,9 +68,11 @@ def candidate_sets(collection: Collection, queries: Iterable[Query] | None = Non
     `values()`), so a run holds one set in memory at a time."""
     queries = list(collection.queries.order_by("ordinal") if queries is None else queries)
     pools: dict[int, list[int]] = {}
-    for query_id, passage_id in PoolEntry.objects.filter(query__collection=collection).order_by(
-        "query_id", "position"
-    ).values_list("query_id", "passage_id"):
+    for query_id, passage_id in (
+        PoolEntry.objects.filter(query__collection=collection)
+        .order_by("query_id", "position")
+        .values_list("query_id", "passage_id")
+    ):
         pools.setdefault(query_id, []).append(passage_id)
 
     sets: dict[tuple, CandidateSet] = {}
@@ -79,17 +82,23 @@ def candidate_sets(collection: Collection, queries: Iterable[Query] | None = Non
             if key not in sets:
                 windows = Passage.objects.filter(document_id=query.document_id, length=query.quote_length)
                 sets[key] = CandidateSet(
-                    f"{query.quote_length}-sentence windows of document {query.document_id}", [],
+                    f"{query.quote_length}-sentence windows of document {query.document_id}",
+                    [],
                     windows.order_by("start", "ordinal"),
                 )
         elif query.pk in pools:
             key = ("pool", query.pk)
             sets[key] = CandidateSet(
-                f"pool of query {query.external_id}", [], Passage.objects.filter(pk__in=pools[query.pk]), pools[query.pk]
+                f"pool of query {query.external_id}",
+                [],
+                Passage.objects.filter(pk__in=pools[query.pk]),
+                pools[query.pk],
             )
         else:
             key = ("collection",)
             if key not in sets:
-                sets[key] = CandidateSet(f"all passages of {collection.name}", [], collection.passages.order_by("ordinal"))
+                sets[key] = CandidateSet(
+                    f"all passages of {collection.name}", [], collection.passages.order_by("ordinal")
+                )
         sets[key].queries.append(query)
     return list(sets.values())

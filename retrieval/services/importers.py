@@ -14,6 +14,7 @@ RELiC decisions:
   not contain it, it is added after the listed ones (so it stays rankable). A quote whose length
   has no candidate list at all in its book is rejected: it would have no candidate set.
 """
+
 from __future__ import annotations
 
 import json
@@ -24,8 +25,9 @@ from pathlib import Path
 
 from django.db import models, transaction
 
+from jobs.progress import Progress, no_progress
+
 from ..errors import InputError
-from ..jobs import Progress, no_progress
 from ..models import Collection, Document, Passage, PoolEntry, Qrel, Query, Sentence
 from ..text import MAX_WINDOW, split_sentences, strip_gutenberg, window_counts
 from .runs import warm_term_counts
@@ -347,8 +349,13 @@ def import_relic(
             ]
             queries += [
                 Query(
-                    collection=collection, external_id=quote.external_id, left_context=quote.left,
-                    right_context=quote.right, document=document, quote_length=quote.length, split=split,
+                    collection=collection,
+                    external_id=quote.external_id,
+                    left_context=quote.left,
+                    right_context=quote.right,
+                    document=document,
+                    quote_length=quote.length,
+                    split=split,
                     ordinal=len(queries) + index,
                 )
                 for index, quote in enumerate(book.quotes)
@@ -501,7 +508,10 @@ def import_beir(directory: str | Path, *, collection_name: str, progress: Progre
         collection = Collection.objects.create(name=name, kind=Collection.Kind.BEIR, source=str(directory))
         passages = [
             Passage(
-                collection=collection, external_id=record.external_id, title=record.title, text=record.text,
+                collection=collection,
+                external_id=record.external_id,
+                title=record.title,
+                text=record.text,
                 ordinal=ordinal,
             )
             for ordinal, record in enumerate(corpus.values())

@@ -4,6 +4,7 @@ Every retriever goes through the same ranking: a stable sort by descending score
 candidate set's order), the top `depth` hits stored, and each query's relevant passages ranked
 exactly over the whole candidate set, so mean rank and recall stay exact beyond the depth.
 """
+
 from __future__ import annotations
 
 import time
@@ -13,9 +14,10 @@ import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
 
+from jobs.progress import Progress, no_progress, throttled
+from jobs.services import create_job, dispatch
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters
 from retrieval.errors import InputError
-from retrieval.jobs import Progress, create_job, dispatch, no_progress, throttled
 from retrieval.metrics import evaluate_run
 from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
 from retrieval.scoring import Scorer, query_text
@@ -29,7 +31,7 @@ MAX_SCORE_CELLS = 1 << 23
 
 
 def parse_context(value: str, field: str = "context") -> tuple[int, int]:
-    """"L/R" (sentences of context left and right of the mask, e.g. "4/4") as two integers."""
+    """ "L/R" (sentences of context left and right of the mask, e.g. "4/4") as two integers."""
     left, separator, right = str(value).partition("/")
     if not separator or not left.strip().isdecimal() or not right.strip().isdecimal():
         raise InputError(f"expected L/R with two whole numbers such as 4/4, got {value!r}", field=field)
@@ -83,8 +85,14 @@ def scorer_for(retriever: Retriever) -> Scorer:
     return DenseScorer(retriever)
 
 
-def create_run(collection: Collection, retriever: Retriever, *, context_left: int = DEFAULT_CONTEXT[0],
-               context_right: int = DEFAULT_CONTEXT[1], depth: int = DEFAULT_DEPTH) -> Run:
+def create_run(
+    collection: Collection,
+    retriever: Retriever,
+    *,
+    context_left: int = DEFAULT_CONTEXT[0],
+    context_right: int = DEFAULT_CONTEXT[1],
+    depth: int = DEFAULT_DEPTH,
+) -> Run:
     if context_left < 0 or context_right < 0:
         raise InputError("context sizes cannot be negative", field="context")
     if depth < 1:
@@ -132,9 +140,7 @@ def _insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
     quote = connection.ops.quote_name
     columns = ", ".join(quote(column) for column in ("run_id", "query_id", "passage_id", "rank", "score"))
     with connection.cursor() as cursor:
-        cursor.executemany(
-            f"INSERT INTO {quote(Hit._meta.db_table)} ({columns}) VALUES (%s, %s, %s, %s, %s)", rows
-        )
+        cursor.executemany(f"INSERT INTO {quote(Hit._meta.db_table)} ({columns}) VALUES (%s, %s, %s, %s, %s)", rows)
 
 
 class _RunWriter:
@@ -160,8 +166,14 @@ class _RunWriter:
         self.hit_rows, self.run_queries = [], []
 
 
-def _rank_candidate_set(run: Run, scorer: Scorer, candidate_set: CandidateSet, relevant: dict[int, list[int]],
-                        writer: _RunWriter, progress: Progress) -> None:
+def _rank_candidate_set(
+    run: Run,
+    scorer: Scorer,
+    candidate_set: CandidateSet,
+    relevant: dict[int, list[int]],
+    writer: _RunWriter,
+    progress: Progress,
+) -> None:
     """Score and rank one candidate set's queries; hand their hits and gold ranks to `writer`."""
     parameters = run.parameters
     passages: list[PassageRow] = candidate_set.passages()
@@ -170,24 +182,43 @@ def _rank_candidate_set(run: Run, scorer: Scorer, candidate_set: CandidateSet, r
     queries = candidate_set.queries
     batch = max(1, MAX_SCORE_CELLS // max(1, len(passages)))
     for offset in range(0, len(queries), batch):
-        chunk = queries[offset:offset + batch]
-        texts = [query_text(query, parameters["context_left"], parameters["context_right"], scorer.mask_token)
-                 for query in chunk]
-        scores = scorer.score(texts, passages, lambda fraction, message: progress(
-            (offset + fraction * len(chunk)) / len(queries), message))
+        chunk = queries[offset : offset + batch]
+        texts = [
+            query_text(query, parameters["context_left"], parameters["context_right"], scorer.mask_token)
+            for query in chunk
+        ]
+        scores = scorer.score(
+            texts,
+            passages,
+            # Called while this chunk is scored, so it sees this iteration's offset and chunk.
+            lambda fraction, message: progress((offset + fraction * len(chunk)) / len(queries), message),  # noqa: B023
+        )
         hit_rows, run_queries = [], []
         for query, row in zip(chunk, scores):
             top = ranking(row, parameters["depth"])
-            hit_rows.extend(zip([run.pk] * len(top), [query.pk] * len(top), passage_ids[top].tolist(),
-                                range(1, len(top) + 1), row[top].tolist()))
+            hit_rows.extend(
+                zip(
+                    [run.pk] * len(top),
+                    [query.pk] * len(top),
+                    passage_ids[top].tolist(),
+                    range(1, len(top) + 1),
+                    row[top].tolist(),
+                )
+            )
             relevant_ranks = {
                 str(passage_id): rank_of(row, column_of[passage_id])
-                for passage_id in relevant.get(query.pk, []) if passage_id in column_of
+                for passage_id in relevant.get(query.pk, [])
+                if passage_id in column_of
             }
-            run_queries.append(RunQuery(
-                run=run, query=query, candidates=len(passages), relevant_ranks=relevant_ranks,
-                gold_rank=min(relevant_ranks.values(), default=None),
-            ))
+            run_queries.append(
+                RunQuery(
+                    run=run,
+                    query=query,
+                    candidates=len(passages),
+                    relevant_ranks=relevant_ranks,
+                    gold_rank=min(relevant_ranks.values(), default=None),
+                )
+            )
         writer.add(hit_rows, run_queries)
 
 
@@ -207,6 +238,7 @@ def execute_run(run: Run, progress: Progress = no_progress) -> Run:
         sets = candidate_sets(run.collection)
         writer = _RunWriter()
         for number, candidate_set in enumerate(sets):
+
             def report(fraction: float, message: str, number=number, candidate_set=candidate_set) -> None:
                 label = f"set {number + 1}/{len(sets)} ({candidate_set.description})"
                 progress((number + fraction) / len(sets), f"{label}: {message}" if message else label)
@@ -243,7 +275,8 @@ def start_run_async(collection: Collection, retriever: Retriever, *, user=None, 
     with transaction.atomic():
         run = create_run(collection, retriever, **parameters)
         job = create_job(
-            "retrieve", "cpu" if is_bm25 else "gpu",
+            "retrieve",
+            "cpu" if is_bm25 else "gpu",
             {"run_id": run.pk, "collection": collection.name, "retriever": retriever.name, **run.parameters},
             user=user,
         )

@@ -1,4 +1,5 @@
 """The admin shows every annotation record to superusers, and lets nobody rewrite judgments."""
+
 import pytest
 from django.contrib.auth import get_user_model
 

@@ -1,5 +1,6 @@
 """The annotation REST API: who may call what, what annotators can (not) learn from it, and the
 staff exports."""
+
 import csv
 import io
 import json
@@ -58,7 +59,10 @@ def test_staff_endpoints_refuse_annotators_and_anonymous_callers(study_with_judg
 @pytest.mark.parametrize(("method", "url"), [("get", "next"), ("post", "next"), ("post", "submit")])
 def test_annotator_endpoints_refuse_anonymous_callers(method, url):
     study = make_relic_proxy_study(1)
-    assert getattr(api_client(), method)(f"/api/annotate/{study.pk}/{url}/", {}, format="json").status_code in (401, 403)
+    assert getattr(api_client(), method)(f"/api/annotate/{study.pk}/{url}/", {}, format="json").status_code in (
+        401,
+        403,
+    )
 
 
 def test_token_authentication_works_and_a_bad_token_is_refused():
@@ -102,7 +106,9 @@ def test_next_then_submit_then_finished():
     assert client.post(next_url(study)).json()["item"] == payload["item"]  # resumed, not re-claimed
 
     chosen = payload["candidates"][1]["id"]
-    response = client.post(submit_url(study), {"item": payload["item"], "candidate": chosen, "seconds": 7}, format="json")
+    response = client.post(
+        submit_url(study), {"item": payload["item"], "candidate": chosen, "seconds": 7}, format="json"
+    )
     assert response.status_code == 201
     assert response.json()["candidate"] == chosen and response.json()["created"] is True
     again = client.post(submit_url(study), {"item": payload["item"], "position": 0}, format="json")
@@ -175,8 +181,20 @@ def test_annotator_responses_never_leak_gold_sources_ids_or_other_answers():
     bodies = annotator_bodies(study, make_annotator("attacker"))
     item = study.items.get(pk=json.loads(bodies[0])["item"])
     forbidden = [c.passage.external_id for c in item.candidates.select_related("passage")]
-    forbidden += [item.query.external_id, "is_gold", "gold", "source", "rank", "run", "other_one", "other_two",
-                  "99.25", "correct", "judgments", "annotator"]
+    forbidden += [
+        item.query.external_id,
+        "is_gold",
+        "gold",
+        "source",
+        "rank",
+        "run",
+        "other_one",
+        "other_two",
+        "99.25",
+        "correct",
+        "judgments",
+        "annotator",
+    ]
     for body in bodies:
         for secret in forbidden:
             assert secret not in body, f"{secret!r} leaked in {body[:200]}"
@@ -202,10 +220,19 @@ def test_staff_create_list_and_retrieve_studies():
     run = make_neighbour_run(collection)
     annotator = make_annotator("listed")
     client = api_client(staff)
-    response = client.post("/api/studies/", {
-        "name": "api study", "collection": collection.name, "negatives_run": run.pk, "items": 3, "seed": 2,
-        "annotators": ["listed"], "guidelines": "Read carefully.",
-    }, format="json")
+    response = client.post(
+        "/api/studies/",
+        {
+            "name": "api study",
+            "collection": collection.name,
+            "negatives_run": run.pk,
+            "items": 3,
+            "seed": 2,
+            "annotators": ["listed"],
+            "guidelines": "Read carefully.",
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.content
     body = response.json()
     assert body["items"] == 3 and body["skipped"] == 0 and body["study"]["annotators"] == ["listed"]
@@ -283,6 +310,11 @@ def test_the_openapi_schema_includes_the_annotation_routes():
     response = api_client(make_user(staff=True)).get("/api/schema/", {"format": "json"})
     assert response.status_code == 200
     paths = json.loads(response.content)["paths"]
-    for route in ("/api/annotate/{study_id}/next/", "/api/annotate/{study_id}/submit/", "/api/studies/",
-                  "/api/judgments/", "/api/judgments/{id}/void/"):
+    for route in (
+        "/api/annotate/{study_id}/next/",
+        "/api/annotate/{study_id}/submit/",
+        "/api/studies/",
+        "/api/judgments/",
+        "/api/judgments/{id}/void/",
+    ):
         assert route in paths

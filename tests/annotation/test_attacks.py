@@ -6,6 +6,7 @@ judgment is stored exactly once; bad or forged requests get a 4xx and change not
 The URL sweeps walk `get_resolver()`: every route not listed below as the annotator's or public
 is held to the staff rule (403, or a redirect to sign in), so a route added later is attacked too
 and must be opened to annotators on purpose, here."""
+
 from __future__ import annotations
 
 import json
@@ -42,7 +43,8 @@ from annotation.services.quality import (
     next_peer_review,
     sample_for_peer_review,
 )
-from retrieval.models import Collection, Job, Passage, Query, Retriever, Run
+from jobs.models import Job
+from retrieval.models import Collection, Passage, Query, Retriever, Run
 from tests.factories import (
     add_judgment,
     add_qrels,
@@ -74,14 +76,36 @@ RETRIEVER_NAME = "leaky-retriever-bm25"
 VICTIM, BYSTANDER, STAFF, BLOCKED_OTHER = "victim_annotator", "bystander_annotator", "staff_boss", "banned_annotator"
 VICTIM_SECONDS = 987.5
 SECRET_TEXTS = (
-    "REVIEW-COMMENT-SECRET", "VOID-REASON-SECRET", "BLOCK-REASON-SECRET", "ADJUDICATION-NOTE-SECRET",
+    "REVIEW-COMMENT-SECRET",
+    "VOID-REASON-SECRET",
+    "BLOCK-REASON-SECRET",
+    "ADJUDICATION-NOTE-SECRET",
     "FLAG-DETAIL-SECRET",
 )
 # JSON keys that only staff payloads have.
 STAFF_ONLY_KEYS = (
-    "is_gold", "gold", "gold_position", "source_run", "source_rank", "sources", "all_sources", "role",
-    "expected_label", "expected", "correct", "annotator", "seconds", "server_seconds", "reviewer", "reviews",
-    "negatives_run", "run", "rank", "retriever", "voided", "void_reason",
+    "is_gold",
+    "gold",
+    "gold_position",
+    "source_run",
+    "source_rank",
+    "sources",
+    "all_sources",
+    "role",
+    "expected_label",
+    "expected",
+    "correct",
+    "annotator",
+    "seconds",
+    "server_seconds",
+    "reviewer",
+    "reviews",
+    "negatives_run",
+    "run",
+    "rank",
+    "retriever",
+    "voided",
+    "void_reason",
 )
 
 
@@ -117,16 +141,26 @@ class World:
         Judgment.objects.filter(pk=self.victim_judgment.pk).update(seconds=VICTIM_SECONDS)
         add_judgment(self.judged_item, self.bystander, position=1)
         add_judgment(self.judged_item, self.attacker, position=2)
-        void_judgment(add_judgment(self.voided_item, self.bystander, position=0), by=self.staff,
-                      reason="VOID-REASON-SECRET")
-        PeerReview.objects.create(judgment=self.victim_judgment, reviewer=self.bystander, verdict="fail",
-                                  comment="REVIEW-COMMENT-SECRET", reviewed_at=timezone.now())
+        void_judgment(
+            add_judgment(self.voided_item, self.bystander, position=0), by=self.staff, reason="VOID-REASON-SECRET"
+        )
+        PeerReview.objects.create(
+            judgment=self.victim_judgment,
+            reviewer=self.bystander,
+            verdict="fail",
+            comment="REVIEW-COMMENT-SECRET",
+            reviewed_at=timezone.now(),
+        )
         self.review = PeerReview.objects.create(judgment=self.victim_judgment, reviewer=self.attacker)
         adjudicate(self.judged_item, by=self.staff, position=1, note="ADJUDICATION-NOTE-SECRET")
         banned = make_annotator(BLOCKED_OTHER)
         block_annotator(self.study, banned, by=self.staff, reason="BLOCK-REASON-SECRET")
         self.flag = AnnotatorFlag.objects.create(
-            study=self.study, annotator=self.victim, reason=AnnotatorFlag.Reason.TOO_FAST, value=1.0, threshold=2.0,
+            study=self.study,
+            annotator=self.victim,
+            reason=AnnotatorFlag.Reason.TOO_FAST,
+            value=1.0,
+            threshold=2.0,
             details={"note": "FLAG-DETAIL-SECRET"},
         )
         self.job = Job.objects.create(kind="run", parameters={"retriever": RETRIEVER_NAME})
@@ -137,8 +171,16 @@ class World:
         passages = Passage.objects.filter(collection=self.collection).values_list("external_id", flat=True)
         queries = Query.objects.filter(collection=self.collection).values_list("external_id", flat=True)
         return [
-            *passages, *queries, "unique_", RETRIEVER_NAME, VICTIM, BYSTANDER, STAFF, BLOCKED_OTHER,
-            str(VICTIM_SECONDS), *SECRET_TEXTS,
+            *passages,
+            *queries,
+            "unique_",
+            RETRIEVER_NAME,
+            VICTIM,
+            BYSTANDER,
+            STAFF,
+            BLOCKED_OTHER,
+            str(VICTIM_SECONDS),
+            *SECRET_TEXTS,
         ]
 
     def fingerprint(self) -> dict:
@@ -188,8 +230,16 @@ def token_client(user) -> APIClient:
 # What an annotator may call: their own work, their qualification standing, their peer reviews,
 # and the API's description (no data).
 ANNOTATOR_ROUTES = {
-    "home", "annotate", "qualification_retry", "peer_review", "api-annotate-next", "api-annotate-submit",
-    "api-qualification", "api-peer-review-next", "api-peer-review-verdict", "api-schema",
+    "home",
+    "annotate",
+    "qualification_retry",
+    "peer_review",
+    "api-annotate-next",
+    "api-annotate-submit",
+    "api-qualification",
+    "api-peer-review-next",
+    "api-peer-review-verdict",
+    "api-schema",
 }
 # What anyone may open: the sign-in pages.
 PUBLIC_ROUTES = {"login", "admin:login"}
@@ -215,19 +265,34 @@ def concrete_path(name: str | None, template: str, world: World) -> str:
     """The template with real ids: each parameter names an object of the world's study, so a
     refusal is about who asks, never about a missing object."""
     primary_keys = {
-        "collection": world.collection.pk, "query": Query.objects.filter(collection=world.collection).first().pk,
-        "run": world.run.pk, "retriever": world.run.retriever_id, "job": world.job.pk,
-        "api-judgment-void": world.victim_judgment.pk, "api-flag-resolve": world.flag.pk,
-        "api-item-adjudicate": world.judged_item.pk, "api-peer-review-verdict": world.review.pk,
+        "collection": world.collection.pk,
+        "query": Query.objects.filter(collection=world.collection).first().pk,
+        "run": world.run.pk,
+        "retriever": world.run.retriever_id,
+        "job": world.job.pk,
+        "api-judgment-void": world.victim_judgment.pk,
+        "api-flag-resolve": world.flag.pk,
+        "api-item-adjudicate": world.judged_item.pk,
+        "api-peer-review-verdict": world.review.pk,
     }
     basename = (name or "").split(":")[-1]
-    pk = next((value for key, value in primary_keys.items() if basename == key or basename.startswith(f"{key}-")),
-              world.study.pk)
+    pk = next(
+        (value for key, value in primary_keys.items() if basename == key or basename.startswith(f"{key}-")),
+        world.study.pk,
+    )
     values = {
-        "study_id": world.study.pk, "pk": pk, "item_id": world.judged_item.pk, "flag_id": world.flag.pk,
-        "judgment_id": world.victim_judgment.pk, "username": VICTIM, "kind": "relevance",
-        "app_label": "annotation", "url": "annotation/judgment/", "id": world.victim.pk,
-        "object_id": world.victim_judgment.pk, "content_type_id": 1,
+        "study_id": world.study.pk,
+        "pk": pk,
+        "item_id": world.judged_item.pk,
+        "flag_id": world.flag.pk,
+        "judgment_id": world.victim_judgment.pk,
+        "username": VICTIM,
+        "kind": "relevance",
+        "app_label": "annotation",
+        "url": "annotation/judgment/",
+        "id": world.victim.pk,
+        "object_id": world.victim_judgment.pk,
+        "content_type_id": 1,
     }
 
     def value(match):
@@ -270,7 +335,7 @@ def world():
 
 def test_the_routes_opened_to_annotators_still_exist_so_the_sweeps_cover_what_they_name():
     names = {name for name, _ in routes()}
-    assert ANNOTATOR_ROUTES | PUBLIC_ROUTES | SKIPPED_ROUTES <= names
+    assert names >= ANNOTATOR_ROUTES | PUBLIC_ROUTES | SKIPPED_ROUTES
 
 
 def test_anonymous_callers_reach_nothing_but_the_sign_in_pages_on_any_route(world):
@@ -305,7 +370,7 @@ def test_what_an_annotator_can_reach_names_no_gold_no_model_and_nobody_else(worl
     client = session_client(world.attacker) if authentication == "session" else token_client(world.attacker)
     secrets = world.secrets()
     reached = []
-    for name, template, method, path, response in sweep(client, world):
+    for name, _template, method, path, response in sweep(client, world):
         if is_staff_route(name):
             continue
         assert response.status_code < 500, (method, path)
@@ -464,21 +529,23 @@ def test_a_verdict_posted_on_the_review_page_for_someone_elses_review_is_refused
 
 
 def test_a_review_of_another_study_cannot_be_answered_through_this_studys_page():
-    study, ann, ben = pending_review_world()
+    _study, ann, _ben = pending_review_world()
     other = make_relic_proxy_study(1)
     own_review = PeerReview.objects.get(reviewer=ann)
-    page = session_client(ann).post(f"/studies/{other.pk}/review/", {"review": own_review.pk, "verdict": "pass"},
-                                    follow=True)
+    page = session_client(ann).post(
+        f"/studies/{other.pk}/review/", {"review": own_review.pk, "verdict": "pass"}, follow=True
+    )
     assert "That review is not part of this study." in page.content.decode()
     own_review.refresh_from_db()
     assert own_review.verdict is None
 
 
 def test_the_review_page_and_payload_name_neither_the_author_nor_the_other_reviews():
-    study, author, first_reviewer = pending_review_world(names=(VICTIM, BYSTANDER))
+    study, _author, first_reviewer = pending_review_world(names=(VICTIM, BYSTANDER))
     reviewed = PeerReview.objects.get(reviewer=first_reviewer)
-    PeerReview.objects.filter(pk=reviewed.pk).update(verdict="fail", comment="REVIEW-COMMENT-SECRET",
-                                                     reviewed_at=timezone.now())
+    PeerReview.objects.filter(pk=reviewed.pk).update(
+        verdict="fail", comment="REVIEW-COMMENT-SECRET", reviewed_at=timezone.now()
+    )
     attacker = make_annotator("attacker")
     study.annotators.add(attacker)
     PeerReview.objects.create(judgment=reviewed.judgment, reviewer=attacker)
@@ -516,10 +583,16 @@ def wtb_relevance_study() -> Study:
     for number, query in enumerate(queries):
         add_qrels(query, {passages[number]: 1})
     wtb_style_ids(collection)
-    run = make_scored_run(collection, {query: {p: -abs(i - n) for i, p in enumerate(passages)}
-                                       for n, query in enumerate(queries)})
+    run = make_scored_run(
+        collection, {query: {p: -abs(i - n) for i, p in enumerate(passages)} for n, query in enumerate(queries)}
+    )
     study = create_relevance_study(
-        name="wtb", collection=collection, runs=[run], depth=2, judgments_per_item=2, seed=1,
+        name="wtb",
+        collection=collection,
+        runs=[run],
+        depth=2,
+        judgments_per_item=2,
+        seed=1,
         label_schema={"spans": "passage", "rationale": "optional"},
     ).study
     Study.objects.filter(pk=study.pk).update(qualification_threshold=1.0)
@@ -582,10 +655,11 @@ def test_a_burst_of_identical_submissions_over_http_stores_exactly_one_judgment(
 
     def submit(position):
         try:
-            response = api_client(attacker).post(submit_url(study), {"item": item.pk, "position": position},
-                                                 format="json")
+            response = api_client(attacker).post(
+                submit_url(study), {"item": item.pk, "position": position}, format="json"
+            )
             statuses.append((response.status_code, response.json()["position"]))
-        except Exception as exc:  # noqa: BLE001 - reported to the main thread, which fails the test
+        except Exception as exc:
             errors.append(exc)
         finally:
             connection.close()
@@ -634,7 +708,7 @@ def test_page_forms_refuse_posts_without_the_csrf_token():
 
 
 def test_the_json_api_under_a_session_refuses_posts_without_the_csrf_token():
-    work_study, review_study, reviewer = reviewer_with_work()
+    work_study, _review_study, reviewer = reviewer_with_work()
     client = APIClient(enforce_csrf_checks=True)
     client.force_login(reviewer)
     item = client.get(next_url(work_study)).json()["item"]
@@ -649,8 +723,12 @@ def test_the_json_api_under_a_session_refuses_posts_without_the_csrf_token():
         assert response.status_code == 403 and "CSRF" in response.json()["detail"], path
     assert not Judgment.objects.filter(item_id=item).exists() and PeerReview.objects.get(pk=review.pk).verdict is None
     client.get(f"/annotate/{work_study.pk}/")  # any page sets the csrftoken cookie the JavaScript sends back
-    response = client.post(submit_url(work_study), {"item": item, "position": 0}, format="json",
-                           HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value)
+    response = client.post(
+        submit_url(work_study),
+        {"item": item, "position": 0},
+        format="json",
+        HTTP_X_CSRFTOKEN=client.cookies["csrftoken"].value,
+    )
     assert response.status_code == 201
 
 

@@ -1,5 +1,6 @@
 """A proxy study over real data: BIRCO's RELiC dev split (queries whose text holds the masked
 quotation and its context, each with its own pool), negatives from a BM25 run."""
+
 import json
 
 import pytest

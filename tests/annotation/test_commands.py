@@ -1,5 +1,6 @@
 """create_study, export_study and import_judgments: the command contracts, an export/import
 round trip, and bad input that is named precisely and writes nothing."""
+
 import json
 
 import pytest
@@ -25,16 +26,34 @@ pytestmark = pytest.mark.django_db
 
 def simulated_judgments(rows, answers):
     """Rows for import_judgments: annotator name -> function (export row -> chosen external id)."""
-    return [{"item": row["item"], "annotator": name, "choice": pick(row)} for row in rows for name, pick in answers.items()]
+    return [
+        {"item": row["item"], "annotator": name, "choice": pick(row)} for row in rows for name, pick in answers.items()
+    ]
 
 
 def test_create_study_prints_the_summary_as_json():
     collection = make_relic_collection(5)
     run = make_neighbour_run(collection)
     summary = call_json_command(
-        "create_study", "--kind", "proxy", "--collection", collection.name, "--negatives-from", run.pk,
-        "--items", 4, "--candidates", 3, "--judgments-per-item", 3, "--seed", 7, "--name", "cli study",
-        "--context", "2/3",
+        "create_study",
+        "--kind",
+        "proxy",
+        "--collection",
+        collection.name,
+        "--negatives-from",
+        run.pk,
+        "--items",
+        4,
+        "--candidates",
+        3,
+        "--judgments-per-item",
+        3,
+        "--seed",
+        7,
+        "--name",
+        "cli study",
+        "--context",
+        "2/3",
     )
     study = Study.objects.get(pk=summary["study_id"])
     assert summary == {"study_id": study.pk, "items": 4, "skipped": 0, "skipped_queries": []}
@@ -47,9 +66,24 @@ def test_create_study_reads_guidelines_and_filters(tmp_path):
     guidelines = tmp_path / "guidelines.txt"
     guidelines.write_text("Choose the passage the critic quoted.")
     summary = call_json_command(
-        "create_study", "--kind", "proxy", "--collection", collection.name, "--negatives-from", run.pk,
-        "--items", 3, "--seed", 1, "--name", "guided", "--guidelines-file", guidelines, "--single-sentence",
-        "--book", "book",
+        "create_study",
+        "--kind",
+        "proxy",
+        "--collection",
+        collection.name,
+        "--negatives-from",
+        run.pk,
+        "--items",
+        3,
+        "--seed",
+        1,
+        "--name",
+        "guided",
+        "--guidelines-file",
+        guidelines,
+        "--single-sentence",
+        "--book",
+        "book",
     )
     assert Study.objects.get(pk=summary["study_id"]).guidelines == "Choose the passage the critic quoted."
 
@@ -67,8 +101,15 @@ def test_create_study_reads_guidelines_and_filters(tmp_path):
 def test_create_study_names_the_bad_option_and_creates_nothing(change, named):
     collection = make_relic_collection(2)
     run = make_neighbour_run(collection)
-    options = {"--kind": "proxy", "--collection": collection.name, "--negatives-from": str(run.pk), "--items": "2",
-               "--seed": "1", "--name": "bad", **change}
+    options = {
+        "--kind": "proxy",
+        "--collection": collection.name,
+        "--negatives-from": str(run.pk),
+        "--items": "2",
+        "--seed": "1",
+        "--name": "bad",
+        **change,
+    }
     with pytest.raises(CommandError) as error:
         call_command("create_study", *[part for pair in options.items() for part in pair])
     assert f"field '{named}'" in str(error.value) and "\n" not in str(error.value)
@@ -96,7 +137,7 @@ def test_import_round_trip_from_export_study(tmp_path):
     answers = {
         "ann_a": lambda row: row["gold"],
         "ann_b": lambda row: row["candidates"][0],
-        "ann_c": lambda row: [c for c in row["candidates"] if c != row["gold"]][0],
+        "ann_c": lambda row: next(c for c in row["candidates"] if c != row["gold"]),
     }
     path = write_jsonl(tmp_path / "judgments.jsonl", simulated_judgments(rows, answers))
     assert call_json_command("import_judgments", study.pk, path) == {"imported": 12, "rejected": 0}
@@ -132,8 +173,9 @@ def test_reimporting_the_judgments_export_changes_nothing(tmp_path):
 def test_imported_seconds_are_kept(tmp_path):
     study = make_relic_proxy_study(1)
     row = export_study(study)[0]
-    path = write_jsonl(tmp_path / "j.jsonl", [{"item": row["item"], "annotator": "timed", "choice": row["gold"],
-                                                "seconds": 41.5}])
+    path = write_jsonl(
+        tmp_path / "j.jsonl", [{"item": row["item"], "annotator": "timed", "choice": row["gold"], "seconds": 41.5}]
+    )
     call_json_command("import_judgments", study.pk, path)
     assert Judgment.objects.get().seconds == 41.5
 
@@ -150,15 +192,24 @@ def bad_inputs(row, other_row):
         "not an object": (["[1, 2, 3]"], 1, None),
         "a fourth judgment": (
             [good, {**good, "annotator": "ann_b"}, {**good, "annotator": "ann_c"}, {**good, "annotator": "ann_d"}],
-            4, "item",
+            4,
+            "item",
         ),
     }
 
 
 @pytest.mark.parametrize(
     "case",
-    ["bad json", "unknown item", "choice not among the item's candidates", "duplicate (item, annotator)",
-     "missing annotator", "negative seconds", "not an object", "a fourth judgment"],
+    [
+        "bad json",
+        "unknown item",
+        "choice not among the item's candidates",
+        "duplicate (item, annotator)",
+        "missing annotator",
+        "negative seconds",
+        "not an object",
+        "a fourth judgment",
+    ],
 )
 def test_bad_import_rows_reject_the_whole_file_naming_file_line_and_field(tmp_path, case):
     study = make_relic_proxy_study(2)
@@ -183,7 +234,7 @@ def test_a_row_contradicting_a_stored_judgment_is_an_error(tmp_path):
     row = export_study(study)[0]
     first = write_jsonl(tmp_path / "first.jsonl", [{"item": row["item"], "annotator": "ann", "choice": row["gold"]}])
     call_json_command("import_judgments", study.pk, first)
-    other = [c for c in row["candidates"] if c != row["gold"]][0]
+    other = next(c for c in row["candidates"] if c != row["gold"])
     second = write_jsonl(tmp_path / "second.jsonl", [{"item": row["item"], "annotator": "ann", "choice": other}])
     with pytest.raises(CommandError, match="immutable"):
         call_command("import_judgments", str(study.pk), second)

@@ -2,6 +2,7 @@
 afterwards no item has more judgments than it needs and nobody judged an item twice. Runs on
 the configured database: SQLite by default (writers serialised), Postgres when DATABASE_URL
 points at one (row locks and the partial unique constraints do the work)."""
+
 import threading
 from collections import Counter
 
@@ -27,7 +28,7 @@ def work_through(study, annotator, errors):
                 return
             for _ in range(2):
                 submit_judgment(annotator=annotator, item=assignment.item, position=annotator.pk % 3, seconds=1)
-    except Exception as exc:  # noqa: BLE001 - reported to the main thread, which fails the test
+    except Exception as exc:
         errors.append(exc)
     finally:
         connection.close()
@@ -63,7 +64,7 @@ def test_simultaneous_double_submissions_store_one_judgment():
     def submit(position):
         try:
             stored.append(submit_judgment(annotator=annotator, item=item, position=position).judgment.pk)
-        except Exception as exc:  # noqa: BLE001 - reported to the main thread, which fails the test
+        except Exception as exc:
             errors.append(exc)
         finally:
             connection.close()

@@ -1,4 +1,5 @@
 """Submitting judgments: one per item and annotator, immutable, timed; voiding by staff."""
+
 from datetime import timedelta
 
 import pytest
@@ -28,7 +29,7 @@ def claimed(study=None, annotator=None):
 
 
 def test_a_submission_stores_the_chosen_candidate_and_closes_the_claim():
-    study, annotator, assignment = claimed()
+    _study, annotator, assignment = claimed()
     candidate = assignment.item.candidates.get(position=2)
     submission = submit_judgment(annotator=annotator, item=assignment.item, candidate=candidate, seconds=12.5)
     assert submission.created
@@ -92,7 +93,7 @@ def test_a_candidate_of_another_item_is_rejected():
 
 
 def test_a_late_submission_is_accepted_when_nobody_took_the_slot():
-    study, annotator, assignment = claimed(make_relic_proxy_study(1, judgments_per_item=2))
+    _study, annotator, assignment = claimed(make_relic_proxy_study(1, judgments_per_item=2))
     Assignment.objects.filter(pk=assignment.pk).update(
         state=Assignment.State.EXPIRED, expires_at=timezone.now() - timedelta(minutes=1)
     )
@@ -115,7 +116,7 @@ def test_a_late_submission_is_rejected_when_others_completed_the_item():
 
 
 def test_blocked_annotators_cannot_submit():
-    study, annotator, assignment = claimed()
+    _study, annotator, assignment = claimed()
     annotator.annotator_profile.blocked = True
     annotator.annotator_profile.save()
     with pytest.raises(AnnotationForbidden):

@@ -1,6 +1,7 @@
 """validate_answer: every answer (web, API, qualification, import) is checked against the study's
 kind and label schema, and a bad one is refused naming the field; is_correct compares an answer
 with the item's known answer."""
+
 import pytest
 
 from annotation.models import Item, Study
@@ -57,11 +58,14 @@ def test_spans_on_the_passage_are_sorted_deduplicated_and_take_the_schemas_targe
     study, item = label_item({"spans": "passage"})
     text = item.candidates.get().passage.text  # "passage N"
     answer = validate_answer(
-        study, item, label=1,
+        study,
+        item,
+        label=1,
         spans=[{"start": 8, "end": len(text)}, {"target": "passage", "start": 0, "end": 7}, {"start": 0, "end": 7}],
     )
     assert answer.spans == [
-        {"target": "passage", "start": 0, "end": 7}, {"target": "passage", "start": 8, "end": len(text)},
+        {"target": "passage", "start": 0, "end": 7},
+        {"target": "passage", "start": 8, "end": len(text)},
     ]
 
 
@@ -207,7 +211,10 @@ def test_a_label_answer_is_correct_when_it_equals_the_expected_label():
 
 def test_a_selection_is_correct_when_it_is_the_expected_set():
     study, item = label_item(
-        {"multi_select": True}, kind=Study.Kind.QUOTABILITY, candidates=4, role=Item.Role.QUALIFICATION,
+        {"multi_select": True},
+        kind=Study.Kind.QUOTABILITY,
+        candidates=4,
+        role=Item.Role.QUALIFICATION,
         expected_label=[0, 2],
     )
     assert is_correct(item, validate_answer(study, item, selections=[2, 0])) is True
@@ -220,7 +227,7 @@ def test_an_item_without_a_known_answer_says_nothing():
 
 
 def test_stored_judgments_are_compared_like_answers():
-    study, item = label_item(role=Item.Role.GOLD, expected_label=1)
+    _study, item = label_item(role=Item.Role.GOLD, expected_label=1)
     assert is_correct(item, add_label_judgment(item, make_annotator(), 1)) is True
 
 

@@ -1,6 +1,7 @@
 """Relevance and quotability studies through the CLI and REST: create_study for each kind,
 export_study rows, import_judgments of labels (validated like web answers, all or nothing),
 the judgments export round trip, POST /api/studies/ per kind and the annotator submit endpoint."""
+
 import csv
 import io
 import json
@@ -53,9 +54,29 @@ def test_create_study_builds_a_relevance_study_from_pooled_runs_and_schema_optio
     run_a, run_b = runs_for(collection)
     rubric = write_json(tmp_path / "rubric.json", RUBRIC)
     summary = call_json_command(
-        "create_study", "--kind", "relevance", "--collection", collection.name, "--name", "cli relevance",
-        "--runs", f"{run_a.pk},{run_b.pk}", "--depth", 2, "--scale", "graded-0-2", "--spans", "passage",
-        "--rubric", rubric, "--rationale", "optional", "--judgments-per-item", 4, "--seed", 3,
+        "create_study",
+        "--kind",
+        "relevance",
+        "--collection",
+        collection.name,
+        "--name",
+        "cli relevance",
+        "--runs",
+        f"{run_a.pk},{run_b.pk}",
+        "--depth",
+        2,
+        "--scale",
+        "graded-0-2",
+        "--spans",
+        "passage",
+        "--rubric",
+        rubric,
+        "--rationale",
+        "optional",
+        "--judgments-per-item",
+        4,
+        "--seed",
+        3,
     )
     study = Study.objects.get(pk=summary["study_id"])
     assert summary == {"study_id": study.pk, "items": 6, "skipped": 0, "skipped_queries": []}
@@ -69,8 +90,16 @@ def test_create_study_reads_a_schema_file_and_uses_pools(tmp_path):
     add_pool(collection.queries.get(external_id="q0"), list(collection.passages.order_by("ordinal")[:3]))
     schema = write_json(tmp_path / "schema.json", {"scale": "0-10", "rationale": "required"})
     summary = call_json_command(
-        "create_study", "--kind", "relevance", "--collection", collection.name, "--name", "pooled",
-        "--use-pools", "--schema", schema,
+        "create_study",
+        "--kind",
+        "relevance",
+        "--collection",
+        collection.name,
+        "--name",
+        "pooled",
+        "--use-pools",
+        "--schema",
+        schema,
     )
     study = Study.objects.get(pk=summary["study_id"])
     assert summary["items"] == 3 and summary["skipped"] == 1
@@ -81,14 +110,32 @@ def test_create_study_builds_quotability_studies_and_the_pilot():
     collection = make_quote_collection(3)
     run = make_scored_run(collection, {"c0": {"s1:p1": 2}, "c1": {"s1:p0": 2}, "c2": {"s0:p2": 1}})
     summary = call_json_command(
-        "create_study", "--kind", "quotability", "--collection", collection.name, "--name", "crowd", "--runs", run.pk,
+        "create_study",
+        "--kind",
+        "quotability",
+        "--collection",
+        collection.name,
+        "--name",
+        "crowd",
+        "--runs",
+        run.pk,
     )
     study = Study.objects.get(pk=summary["study_id"])
     assert summary["items"] == 2 and summary["skipped_queries"][0]["query"] == "c1"
     assert (study.judgments_per_item, study.context_left, study.context_right) == (5, 4, 0)
     summary = call_json_command(
-        "create_study", "--kind", "quotability", "--collection", collection.name, "--name", "pilot", "--multi-select",
-        "--n-queries", 2, "--judgments-per-item", 3,
+        "create_study",
+        "--kind",
+        "quotability",
+        "--collection",
+        collection.name,
+        "--name",
+        "pilot",
+        "--multi-select",
+        "--n-queries",
+        2,
+        "--judgments-per-item",
+        3,
     )
     pilot = Study.objects.get(pk=summary["study_id"])
     assert summary["items"] == 2 and pilot.label_schema["multi_select"] is True
@@ -119,17 +166,49 @@ def test_a_bad_schema_file_is_named_with_its_field(tmp_path):
     collection = make_label_collection(2)
     schema = write_json(tmp_path / "schema.json", {"scale": "binary", "values": [0, 2]})
     with pytest.raises(CommandError) as error:
-        call_command("create_study", "--kind", "relevance", "--collection", collection.name, "--name", "bad",
-                     "--use-pools", "--schema", str(schema))
+        call_command(
+            "create_study",
+            "--kind",
+            "relevance",
+            "--collection",
+            collection.name,
+            "--name",
+            "bad",
+            "--use-pools",
+            "--schema",
+            str(schema),
+        )
     assert str(schema) in str(error.value) and "field 'label_schema.values'" in str(error.value)
     broken = tmp_path / "broken.json"
     broken.write_text('{"scale":\n  binary}')
     with pytest.raises(CommandError, match=r"broken.json:2: not valid JSON"):
-        call_command("create_study", "--kind", "relevance", "--collection", collection.name, "--name", "bad",
-                     "--use-pools", "--schema", str(broken))
+        call_command(
+            "create_study",
+            "--kind",
+            "relevance",
+            "--collection",
+            collection.name,
+            "--name",
+            "bad",
+            "--use-pools",
+            "--schema",
+            str(broken),
+        )
     with pytest.raises(CommandError, match="not both"):
-        call_command("create_study", "--kind", "relevance", "--collection", collection.name, "--name", "bad",
-                     "--use-pools", "--schema", str(schema), "--scale", "binary")
+        call_command(
+            "create_study",
+            "--kind",
+            "relevance",
+            "--collection",
+            collection.name,
+            "--name",
+            "bad",
+            "--use-pools",
+            "--schema",
+            str(schema),
+            "--scale",
+            "binary",
+        )
 
 
 # --- export and import ------------------------------------------------------------------------
@@ -137,8 +216,14 @@ def test_a_bad_schema_file_is_named_with_its_field(tmp_path):
 
 def relevance_study(**settings):
     collection = make_label_collection(2)
-    options = {"name": "exchange", "collection": collection, "runs": runs_for(collection), "depth": 2,
-               "label_schema": SCHEMA, **settings}
+    options = {
+        "name": "exchange",
+        "collection": collection,
+        "runs": runs_for(collection),
+        "depth": 2,
+        "label_schema": SCHEMA,
+        **settings,
+    }
     return create_relevance_study(**options).study
 
 
@@ -162,8 +247,17 @@ def label_rows(study):
     """Two annotators' answers to every item: ann1 says 2 with a span and a rationale, ann2 says 0."""
     rows = []
     for item in study.items.order_by("position"):
-        rows.append({"item": item.pk, "annotator": "ann1", "label": 2, "spans": [{"start": 0, "end": 7}],
-                     "rubric": {"specificity": 1, "quality": 2}, "rationale": "clearly the same plot", "seconds": 9})
+        rows.append(
+            {
+                "item": item.pk,
+                "annotator": "ann1",
+                "label": 2,
+                "spans": [{"start": 0, "end": 7}],
+                "rubric": {"specificity": 1, "quality": 2},
+                "rationale": "clearly the same plot",
+                "seconds": 9,
+            }
+        )
         rows.append({"item": item.pk, "annotator": "ann2", "label": 0, "rubric": {"specificity": 0, "quality": 0}})
     return rows
 
@@ -172,12 +266,16 @@ def test_labels_import_and_come_back_in_the_judgments_export(tmp_path):
     study = relevance_study()
     rows = label_rows(study)
     assert call_json_command("import_judgments", study.pk, write_jsonl(tmp_path / "in.jsonl", rows)) == {
-        "imported": len(rows), "rejected": 0,
+        "imported": len(rows),
+        "rejected": 0,
     }
     exported = judgment_rows(study)
     first = next(row for row in exported if row["annotator"] == "ann1")
-    assert (first["label"], first["rubric"], first["rationale"]) == (2, {"specificity": 1, "quality": 2},
-                                                                     "clearly the same plot")
+    assert (first["label"], first["rubric"], first["rationale"]) == (
+        2,
+        {"specificity": 1, "quality": 2},
+        "clearly the same plot",
+    )
     assert first["spans"] == [{"target": "passage", "start": 0, "end": 7}]
     assert (first["choice"], first["selections"], first["correct"], first["role"]) == (None, [], None, "work")
     again = write_jsonl(tmp_path / "export.jsonl", exported)
@@ -247,10 +345,19 @@ def staff_client():
 def test_the_api_creates_a_relevance_study_with_its_schema():
     collection = make_label_collection(2)
     run_a, run_b = runs_for(collection)
-    response = staff_client().post("/api/studies/", {
-        "kind": "relevance", "name": "api relevance", "collection": collection.name, "runs": [run_a.pk, run_b.pk],
-        "depth": 2, "label_schema": SCHEMA, "judgments_per_item": 2,
-    }, format="json")
+    response = staff_client().post(
+        "/api/studies/",
+        {
+            "kind": "relevance",
+            "name": "api relevance",
+            "collection": collection.name,
+            "runs": [run_a.pk, run_b.pk],
+            "depth": 2,
+            "label_schema": SCHEMA,
+            "judgments_per_item": 2,
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     body = response.json()
     assert body["items"] == 6 and body["study"]["kind"] == "relevance"
@@ -262,23 +369,36 @@ def test_the_api_creates_quotability_studies_with_the_kinds_defaults():
     collection = make_quote_collection(3)
     run = make_scored_run(collection, {"c0": {"s1:p1": 2}, "c1": {"s0:p0": 2}})
     client = staff_client()
-    response = client.post("/api/studies/", {"kind": "quotability", "name": "api crowd",
-                                              "collection": collection.name, "run": run.pk}, format="json")
+    response = client.post(
+        "/api/studies/",
+        {"kind": "quotability", "name": "api crowd", "collection": collection.name, "run": run.pk},
+        format="json",
+    )
     assert response.status_code == 201, response.json()
     study = Study.objects.get(pk=response.json()["study_id"])
     assert (study.judgments_per_item, study.context_right, study.items.count()) == (5, 0, 2)
-    response = client.post("/api/studies/", {"kind": "quotability", "name": "api pilot", "collection": collection.name,
-                                              "label_schema": {"multi_select": True}, "candidates_from": "document"},
-                           format="json")
+    response = client.post(
+        "/api/studies/",
+        {
+            "kind": "quotability",
+            "name": "api pilot",
+            "collection": collection.name,
+            "label_schema": {"multi_select": True},
+            "candidates_from": "document",
+        },
+        format="json",
+    )
     assert response.status_code == 201, response.json()
 
 
 def test_the_api_still_creates_proxy_studies():
     collection = make_relic_collection(3)
     run = make_neighbour_run(collection)
-    response = staff_client().post("/api/studies/", {"name": "api proxy", "collection": collection.name,
-                                                     "negatives_run": run.pk, "items": 3},
-                                   format="json")
+    response = staff_client().post(
+        "/api/studies/",
+        {"name": "api proxy", "collection": collection.name, "negatives_run": run.pk, "items": 3},
+        format="json",
+    )
     assert response.status_code == 201 and response.json()["items"] == 3
 
 
@@ -294,8 +414,9 @@ def test_the_api_still_creates_proxy_studies():
 )
 def test_the_api_names_the_bad_field(body, field):
     collection = make_label_collection(2)
-    response = staff_client().post("/api/studies/", {"name": "bad", "collection": collection.name, **body},
-                                   format="json")
+    response = staff_client().post(
+        "/api/studies/", {"name": "bad", "collection": collection.name, **body}, format="json"
+    )
     assert response.status_code == 400
     assert field in response.json()
     assert not Study.objects.exists()
@@ -306,8 +427,14 @@ def test_annotators_submit_labels_spans_rubric_and_rationale_over_rest():
     client = api_client(make_annotator())
     payload = client.get(f"/api/annotate/{study.pk}/next/").json()
     assert payload["spans"]["target"] == "passage"
-    answer = {"item": payload["item"], "label": 1, "spans": [{"target": "passage", "start": 0, "end": 4}],
-              "rubric": {"specificity": 0, "quality": 1}, "rationale": "partly", "seconds": 12}
+    answer = {
+        "item": payload["item"],
+        "label": 1,
+        "spans": [{"target": "passage", "start": 0, "end": 4}],
+        "rubric": {"specificity": 0, "quality": 1},
+        "rationale": "partly",
+        "seconds": 12,
+    }
     bad = client.post(f"/api/annotate/{study.pk}/submit/", {**answer, "rubric": {"specificity": 0}}, format="json")
     assert bad.status_code == 400 and "rubric.quality" in bad.json()["detail"]
     response = client.post(f"/api/annotate/{study.pk}/submit/", answer, format="json")
@@ -322,10 +449,16 @@ def test_the_csv_export_writes_label_parts_as_json():
     annotator = make_annotator()
     client = api_client(annotator)
     payload = client.get(f"/api/annotate/{study.pk}/next/").json()
-    client.post(f"/api/annotate/{study.pk}/submit/", {
-        "item": payload["item"], "label": 2, "spans": [{"start": 1, "end": 3}],
-        "rubric": {"specificity": 1, "quality": 2},
-    }, format="json")
+    client.post(
+        f"/api/annotate/{study.pk}/submit/",
+        {
+            "item": payload["item"],
+            "label": 2,
+            "spans": [{"start": 1, "end": 3}],
+            "rubric": {"specificity": 1, "quality": 2},
+        },
+        format="json",
+    )
     response = staff_client().get(f"/api/judgments/?study={study.pk}&format=csv")
     (row,) = list(csv.DictReader(io.StringIO(response.content.decode())))
     assert json.loads(row["spans"]) == [{"target": "passage", "start": 1, "end": 3}]

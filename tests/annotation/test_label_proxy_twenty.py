@@ -1,5 +1,6 @@
 """PlotRetrieval's human study: 1 gold among 19 negatives. A 20-way proxy study is created,
 shown and answered (any of the 20 positions) through the same validation as every kind."""
+
 import pytest
 
 from annotation.models import Judgment
@@ -48,7 +49,8 @@ def test_the_rest_api_serves_and_stores_a_20_way_answer():
     assert len(payload["candidates"]) == 20
     chosen = payload["candidates"][13]
     response = client.post(
-        f"/api/annotate/{study.pk}/submit/", {"item": payload["item"], "candidate": chosen["id"], "seconds": 41},
+        f"/api/annotate/{study.pk}/submit/",
+        {"item": payload["item"], "candidate": chosen["id"], "seconds": 41},
         format="json",
     )
     assert response.status_code == 201

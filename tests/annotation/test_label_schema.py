@@ -1,5 +1,6 @@
 """The label schema of relevance and quotability studies: defaults per kind, every key filled in,
 and bad schemas refused with the offending key named."""
+
 import pytest
 
 from annotation.models import Study
@@ -61,8 +62,14 @@ def test_a_full_schema_with_spans_rubric_and_rationale_is_kept():
         {"name": "quality", "values": [0, 1, 2]},
     ]
     schema = validate_schema(
-        {"scale": "graded-0-2", "spans": "query", "spans_required": True, "rubric": rubric, "rationale": "optional",
-         "question": "  Does the passage match the plot?  "}
+        {
+            "scale": "graded-0-2",
+            "spans": "query",
+            "spans_required": True,
+            "rubric": rubric,
+            "rationale": "optional",
+            "question": "  Does the passage match the plot?  ",
+        }
     )
     assert schema["question"] == "Does the passage match the plot?"
     assert (schema["spans"], schema["spans_required"], schema["rationale"]) == ("query", True, "optional")

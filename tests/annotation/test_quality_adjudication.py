@@ -1,4 +1,5 @@
 """Adjudication: the items whose counted judgments disagree, and staff's final answer for them."""
+
 import pytest
 
 from annotation.models import Adjudication, Item
@@ -85,7 +86,9 @@ def test_staff_decide_the_final_answer_and_may_revise_it():
 
 
 def test_labels_are_adjudicated_with_a_label_from_the_schema():
-    study = make_label_study(items=1, label_schema={"scale": "graded-0-2", "rubric": [{"name": "quality", "values": [0, 1]}]})
+    study = make_label_study(
+        items=1, label_schema={"scale": "graded-0-2", "rubric": [{"name": "quality", "values": [0, 1]}]}
+    )
     item = study.items.get()
     staff = make_user(staff=True)
     assert adjudicate(item, by=staff, label=2).label == 2

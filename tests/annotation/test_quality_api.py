@@ -1,5 +1,6 @@
 """Quality control over REST and the `study_quality` command: who may call what, and the staff
 and reviewer flows end to end."""
+
 import io
 
 import pytest
@@ -51,7 +52,9 @@ STAFF_ENDPOINTS = [
 
 @pytest.mark.parametrize(("method", "url"), STAFF_ENDPOINTS)
 def test_staff_endpoints_refuse_annotators_and_anonymous_callers(study, method, url):
-    flag = AnnotatorFlag.objects.create(study=study, annotator=make_annotator(), reason="too_fast", value=1, threshold=2)
+    flag = AnnotatorFlag.objects.create(
+        study=study, annotator=make_annotator(), reason="too_fast", value=1, threshold=2
+    )
     url = url.format(study=study.pk, flag=flag.pk, item=study.items.first().pk)
     assert getattr(api_client(make_annotator()), method)(url, {}, format="json").status_code == 403
     assert getattr(api_client(), method)(url, {}, format="json").status_code in (401, 403)
@@ -71,8 +74,9 @@ def test_staff_refresh_flags_and_resolve_one(study):
 
 def test_staff_block_and_unblock_over_rest(study):
     staff = api_client(make_user("lead", staff=True))
-    response = staff.post(f"/api/studies/{study.pk}/blocks/", {"annotator": "fast", "reason": "random answers"},
-                          format="json")
+    response = staff.post(
+        f"/api/studies/{study.pk}/blocks/", {"annotator": "fast", "reason": "random answers"}, format="json"
+    )
     assert response.status_code == 201
     assert response.json()["exclude_judgments"] is True and response.json()["created_by"] == "lead"
     fast = StudyBlock.objects.get().annotator
@@ -100,8 +104,9 @@ def test_staff_list_disagreements_and_adjudicate(study):
     disputed = [row for row in rows if row["gold_position"] != 0]
     assert disputed
     item = disputed[0]["item"]
-    decided = staff.post(f"/api/items/{item}/adjudicate/", {"position": disputed[0]["gold_position"], "note": "gold"},
-                         format="json")
+    decided = staff.post(
+        f"/api/items/{item}/adjudicate/", {"position": disputed[0]["gold_position"], "note": "gold"}, format="json"
+    )
     assert decided.status_code == 200
     assert decided.json()["decided_by"] == "judge" and decided.json()["position"] == disputed[0]["gold_position"]
     wrong = staff.post(f"/api/items/{item}/adjudicate/", {"position": 17}, format="json")
@@ -110,7 +115,9 @@ def test_staff_list_disagreements_and_adjudicate(study):
 
 def test_peer_review_from_sampling_to_verdict(study):
     staff = api_client(make_user(staff=True))
-    assert staff.post(f"/api/studies/{study.pk}/peer-reviews/sample/", {"seed": 1}, format="json").json()["assigned"] == 9
+    assert (
+        staff.post(f"/api/studies/{study.pk}/peer-reviews/sample/", {"seed": 1}, format="json").json()["assigned"] == 9
+    )
     review = PeerReview.objects.select_related("reviewer", "judgment__annotator").first()
     reviewer = api_client(review.reviewer)
     served = reviewer.get(f"/api/annotate/{study.pk}/peer-review/next/").json()
@@ -141,8 +148,16 @@ def test_staff_designate_gold_items_over_rest():
 
 def test_study_quality_command_refreshes_blocks_samples_and_reports(study):
     summary = call_json_command(
-        "study_quality", study.pk, "--refresh-flags", "--block", "fast", "--reason", "random answers",
-        "--sample-peer-review", "--seed", "2",
+        "study_quality",
+        study.pk,
+        "--refresh-flags",
+        "--block",
+        "fast",
+        "--reason",
+        "random answers",
+        "--sample-peer-review",
+        "--seed",
+        "2",
     )
     assert summary["flags"]["created"] == 1
     assert summary["blocked"] == {"annotator": "fast", "exclude_judgments": True}

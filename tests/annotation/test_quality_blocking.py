@@ -1,5 +1,6 @@
 """Blocking: staff stop an annotator working on a study and (by default) leave their judgments
 out of every statistic, the proxy study report included; unblocking undoes both."""
+
 import pytest
 
 from annotation.models import AnnotatorFlag, Assignment, PeerReview, StudyBlock
@@ -50,7 +51,7 @@ def test_blocking_ends_the_annotators_claim_and_refuses_its_submission():
 
 
 def test_blocked_annotators_judgments_leave_counted_judgments_and_the_report(judged_study):
-    study, (alice, bob, spammer) = judged_study
+    study, (_alice, _bob, spammer) = judged_study
     before = study_report(study)
     assert before["judgments"] == 12 and before["annotator_accuracy"]["spammer"] is not None
     block_annotator(study, spammer, by=make_user(staff=True), reason="always picks the first option")
@@ -62,8 +63,7 @@ def test_blocked_annotators_judgments_leave_counted_judgments_and_the_report(jud
 
 def test_a_block_may_keep_the_judgments_counted(judged_study):
     study, (_, _, spammer) = judged_study
-    block_annotator(study, spammer, by=None, reason="no more work, but the answers were fine",
-                    exclude_judgments=False)
+    block_annotator(study, spammer, by=None, reason="no more work, but the answers were fine", exclude_judgments=False)
     assert counted_judgments(study).count() == 12
     with pytest.raises(AnnotationForbidden):
         next_work(study, spammer)
@@ -81,8 +81,9 @@ def test_unblocking_restores_work_and_counts_the_judgments_again(judged_study):
 def test_blocking_resolves_open_flags_and_withdraws_pending_reviews(judged_study):
     study, (alice, _, spammer) = judged_study
     staff = make_user(staff=True)
-    AnnotatorFlag.objects.create(study=study, annotator=spammer, reason=AnnotatorFlag.Reason.TOO_FAST, value=1,
-                                 threshold=3)
+    AnnotatorFlag.objects.create(
+        study=study, annotator=spammer, reason=AnnotatorFlag.Reason.TOO_FAST, value=1, threshold=3
+    )
     alice_judgment = alice.judgments.first()
     PeerReview.objects.create(judgment=alice_judgment, reviewer=spammer)
     block_annotator(study, spammer, by=staff, reason="too fast")

@@ -1,5 +1,6 @@
 """Automatic flags: low gold accuracy, implausibly fast answers (against the study's median) and
 low peer-review pass rates, raised once, kept up to date, and left to staff to resolve."""
+
 import pytest
 
 from annotation.models import AnnotatorFlag, Item, Judgment, PeerReview
@@ -17,7 +18,9 @@ from tests.factories import (
 pytestmark = pytest.mark.django_db
 
 LOW_GOLD, TOO_FAST, LOW_PEER = (
-    AnnotatorFlag.Reason.LOW_GOLD_ACCURACY, AnnotatorFlag.Reason.TOO_FAST, AnnotatorFlag.Reason.LOW_PEER_PASS_RATE,
+    AnnotatorFlag.Reason.LOW_GOLD_ACCURACY,
+    AnnotatorFlag.Reason.TOO_FAST,
+    AnnotatorFlag.Reason.LOW_PEER_PASS_RATE,
 )
 
 
@@ -30,7 +33,7 @@ def open_flags(study) -> set[tuple[str, str]]:
 def answer_gold(study, annotator, right: int, wrong: int) -> None:
     """Answer `right` gold items correctly, then `wrong` of the next ones wrongly."""
     gold = list(study.items.filter(role=Item.Role.GOLD).order_by("position"))
-    for index, item in enumerate(gold[:right + wrong]):
+    for index, item in enumerate(gold[: right + wrong]):
         correct = item.candidates.get(is_gold=True).position
         add_judgment(item, annotator, position=correct if index < right else (correct + 1) % 3)
 

@@ -1,5 +1,6 @@
 """Hidden gold: items with known answers mixed into formal work, indistinguishable from the others
 in everything an annotator receives, counted for gold accuracy and never in statistics."""
+
 import math
 
 import pytest

@@ -1,6 +1,7 @@
 """Peer validation: a sample of each annotator's judgments goes to another annotator, who sees
 the item and the answer (not its author, the gold, or other reviews) and passes or fails it;
 each annotator's pass rate is tracked against the study's target (PlotRetrieval's 95 %)."""
+
 import json
 import math
 
@@ -32,8 +33,9 @@ def reviewed_study(names=("ann", "ben", "cat"), items=10, rate=0.2):
         for slot, person in enumerate(people):
             add_judgment(item, person, position=item.candidates.get(is_gold=True).position)
             # Each judgment holds one of the item's slots, as submitted and imported ones do.
-            Assignment.objects.create(item=item, annotator=person, slot=slot, state=Assignment.State.SUBMITTED,
-                                      expires_at=timezone.now())
+            Assignment.objects.create(
+                item=item, annotator=person, slot=slot, state=Assignment.State.SUBMITTED, expires_at=timezone.now()
+            )
     return study, people
 
 
@@ -86,7 +88,7 @@ def test_the_same_seed_on_the_same_data_assigns_the_same_reviews():
 
 
 def test_blocked_annotators_neither_review_nor_get_their_excluded_work_reviewed():
-    study, (ann, ben, cat) = reviewed_study()
+    study, (_ann, _ben, cat) = reviewed_study()
     block_annotator(study, cat, by=None, reason="spam")
     sample_for_peer_review(study, seed=2)
     rows = assignments(study)
@@ -108,7 +110,7 @@ def test_sampling_needs_a_review_rate():
 
 
 def test_the_reviewer_sees_the_item_and_answer_but_not_who_gave_it_or_the_gold():
-    study, (ann, ben, cat) = reviewed_study()
+    study, (_ann, ben, cat) = reviewed_study()
     sample_for_peer_review(study, seed=1)
     review = PeerReview.objects.filter(reviewer=ben).order_by("assigned_at", "pk").first()
     PeerReview.objects.create(judgment=review.judgment, reviewer=cat, verdict="fail", comment="secret opinion")

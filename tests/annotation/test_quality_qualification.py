@@ -1,5 +1,6 @@
 """Qualification rounds: questions with known answers that an annotator must pass (here 90 %)
 before formal work, with a limited number of attempts, and whose answers never become data."""
+
 import pytest
 
 from annotation.models import Assignment, Item, Judgment, QualificationAnswer, QualificationAttempt
@@ -7,7 +8,14 @@ from annotation.selectors import counted_judgments
 from annotation.services import AnnotationForbidden, SubmissionRejected, claim_next_item, next_work, submit_judgment
 from annotation.services.qualification import QualificationStatus, qualification_state
 from annotation.services.quality import designate_items
-from tests.factories import add_label_item, api_client, gold_position, make_annotator, make_label_study, make_relic_proxy_study
+from tests.factories import (
+    add_label_item,
+    api_client,
+    gold_position,
+    make_annotator,
+    make_label_study,
+    make_relic_proxy_study,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -42,8 +50,13 @@ def test_a_new_annotator_is_served_qualification_questions_before_any_work():
     work = next_work(study, annotator)
     assert Item.objects.get(pk=work["item"]).role == Item.Role.QUALIFICATION
     assert work["qualification"] == {
-        "status": "in_progress", "threshold": 0.9, "attempt": 1, "attempts_allowed": 3, "answered": 0,
-        "questions": QUESTIONS, "last_attempt": None,
+        "status": "in_progress",
+        "threshold": 0.9,
+        "attempt": 1,
+        "attempts_allowed": 3,
+        "answered": 0,
+        "questions": QUESTIONS,
+        "last_attempt": None,
     }
     assert not Assignment.objects.filter(annotator=annotator).exists()
     with pytest.raises(AnnotationForbidden, match="qualification round first"):
@@ -81,8 +94,11 @@ def test_every_attempt_failed_locks_the_annotator_out_with_a_clear_reason():
     annotator = make_annotator()
     answer_round(study, annotator, correct=5)
     answer_round(study, annotator, correct=8)
-    with pytest.raises(AnnotationForbidden, match=r"did not pass the qualification round: all 2 attempts used "
-                                                   r"\(last attempt 8 of 10 correct; 90% needed\)"):
+    with pytest.raises(
+        AnnotationForbidden,
+        match=r"did not pass the qualification round: all 2 attempts used "
+        r"\(last attempt 8 of 10 correct; 90% needed\)",
+    ):
         next_work(study, annotator)
     question = study.items.filter(role=Item.Role.QUALIFICATION).first()
     with pytest.raises(AnnotationForbidden):
@@ -177,13 +193,21 @@ def test_the_api_receipt_reports_progress_but_never_whether_an_answer_was_right(
     client = api_client(annotator)
     work = client.get(f"/api/annotate/{study.pk}/next/").json()
     response = client.post(
-        f"/api/annotate/{study.pk}/submit/", {"item": work["item"], "position": gold_position(work["item"])},
+        f"/api/annotate/{study.pk}/submit/",
+        {"item": work["item"], "position": gold_position(work["item"])},
         format="json",
     )
     assert response.status_code == 201
     body = response.json()
     assert set(body) == {
-        "item", "candidate", "position", "label", "selections", "answered_at", "qualification", "created",
+        "item",
+        "candidate",
+        "position",
+        "label",
+        "selections",
+        "answered_at",
+        "qualification",
+        "created",
     }
     assert body["qualification"]["answered"] == 1 and body["qualification"]["attempt"] == 1
     status = client.get(f"/api/annotate/{study.pk}/qualification/").json()

@@ -1,5 +1,6 @@
 """The first-come work queue: who gets which item, resuming, expiry, and the limits that hold
 whatever the order of requests."""
+
 from datetime import timedelta
 
 import pytest

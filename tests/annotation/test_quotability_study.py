@@ -1,6 +1,7 @@
 """Quotability studies: the quote-recommendation paper's crowd evaluation (a context becomes an
 item only where the model's top paragraph is NOT the gold; that paragraph is judged), any run's
 top k, and the pilot where annotators select every quotable paragraph of a source."""
+
 import json
 
 import pytest
@@ -28,11 +29,14 @@ def shown(study) -> list[tuple[str, list[str]]]:
 
 def model_run(collection):
     """c0's top paragraph is its gold; c1's and c2's are another source's paragraphs."""
-    return make_scored_run(collection, {
-        "c0": {"s0:p0": 3, "s1:p1": 2, "s2:p2": 1},
-        "c1": {"s0:p3": 3, "s1:p0": 2, "s2:p1": 1},
-        "c2": {"s2:p1": 3, "s2:p0": 2, "s1:p1": 1},
-    })
+    return make_scored_run(
+        collection,
+        {
+            "c0": {"s0:p0": 3, "s1:p1": 2, "s2:p2": 1},
+            "c1": {"s0:p3": 3, "s1:p0": 2, "s2:p1": 1},
+            "c2": {"s2:p1": 3, "s2:p0": 2, "s1:p1": 1},
+        },
+    )
 
 
 def create(collection, **settings):
@@ -79,8 +83,12 @@ def test_top_k_judges_every_paragraph_the_run_put_first():
     collection = make_quote_collection(3)
     study = create(collection, run=model_run(collection), selection="top_k", depth=2).study
     assert sorted(shown(study)) == [
-        ("c0", ["s0:p0"]), ("c0", ["s1:p1"]), ("c1", ["s0:p3"]), ("c1", ["s1:p0"]),
-        ("c2", ["s2:p0"]), ("c2", ["s2:p1"]),
+        ("c0", ["s0:p0"]),
+        ("c0", ["s1:p1"]),
+        ("c1", ["s0:p3"]),
+        ("c1", ["s1:p0"]),
+        ("c2", ["s2:p0"]),
+        ("c2", ["s2:p1"]),
     ]
 
 
@@ -134,7 +142,8 @@ def test_the_pilot_shows_every_paragraph_of_the_gold_source_in_reading_order():
     collection = make_quote_collection(2, paragraphs_per_source=4)
     creation = pilot(collection)
     assert sorted(shown(creation.study)) == [
-        ("c0", ["s0:p0", "s0:p1", "s0:p2", "s0:p3"]), ("c1", ["s1:p0", "s1:p1", "s1:p2", "s1:p3"]),
+        ("c0", ["s0:p0", "s0:p1", "s0:p2", "s0:p3"]),
+        ("c1", ["s1:p0", "s1:p1", "s1:p2", "s1:p3"]),
     ]
     study = creation.study
     assert study.candidates_per_item == 4 and study.parameters["candidates_from"] == "document"
@@ -148,7 +157,7 @@ def test_the_pilot_may_show_the_querys_pool_shuffled():
     add_pool(collection.queries.get(external_id="c0"), [passages[name] for name in pool])
     creation = pilot(collection, candidates_from="pool")
     assert [q for q, _ in shown(creation.study)] == ["c0"]
-    (_, candidates), = shown(creation.study)
+    ((_, candidates),) = shown(creation.study)
     assert sorted(candidates) == sorted(pool) and candidates != pool
     assert [s.query for s in creation.skipped] == ["c1"]
 

@@ -1,5 +1,7 @@
 """A relevance study over real data: BIRCO's RELiC dev split, pairs pooled from a BM25 run's top
 10 and each query's own pool (BIRCO ranks within pools, so the run's hits are pool members)."""
+
+import itertools
 import json
 
 import pytest
@@ -20,7 +22,13 @@ def birco_relevance(shared_data):
     collection = Collection.objects.get(name="birco-relic-dev")
     run = Run.objects.get(pk=run_id)
     return create_relevance_study(
-        name="birco relevance", collection=collection, runs=[run], depth=10, use_pools=True, n_queries=4, seed=11,
+        name="birco relevance",
+        collection=collection,
+        runs=[run],
+        depth=10,
+        use_pools=True,
+        n_queries=4,
+        seed=11,
     ), run
 
 
@@ -43,7 +51,7 @@ def test_the_pooled_pairs_are_each_querys_pool_once_with_its_one_positive(birco_
 def test_the_display_order_interleaves_queries_and_hides_birco_ids(birco_relevance):
     creation, _ = birco_relevance
     order = list(creation.study.items.values_list("query_id", flat=True))
-    blocks = sum(1 for before, after in zip(order, order[1:]) if before != after)
+    blocks = sum(1 for before, after in itertools.pairwise(order) if before != after)
     assert blocks > 10  # not one query after another (BIRCO's pool order ends with the positive)
     client = api_client(make_annotator())
     response = client.get(f"/api/annotate/{creation.study.pk}/next/")

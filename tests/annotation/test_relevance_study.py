@@ -1,6 +1,7 @@
 """Relevance studies: (query, passage) pairs pooled from runs' top hits and the queries' own
 pools, deduplicated, in a seeded order; the schema-driven annotator payload that never leaks
 provenance or known answers; labels with spans, rubric and rationale submitted through the queue."""
+
 import json
 
 import pytest
@@ -55,7 +56,12 @@ def test_pairs_are_the_union_of_the_runs_top_k_each_pair_once():
     run_a, run_b = two_runs(collection)
     creation = create(collection, runs=[run_a, run_b], depth=2)
     assert sorted(pairs(creation.study)) == [
-        ("q0", "d0"), ("q0", "d1"), ("q0", "d2"), ("q1", "d1"), ("q1", "d3"), ("q1", "d4"),
+        ("q0", "d0"),
+        ("q0", "d1"),
+        ("q0", "d2"),
+        ("q1", "d1"),
+        ("q1", "d3"),
+        ("q1", "d4"),
     ]
     assert creation.items == 6 and creation.skipped == []
     study = creation.study
@@ -67,7 +73,7 @@ def test_each_pair_keeps_its_best_source_and_the_study_every_source():
     collection = make_label_collection(2)
     run_a, run_b = two_runs(collection)
     study = create(collection, runs=[run_a, run_b], depth=2).study
-    by_pair = {pair: item for pair, item in zip(pairs(study), study.items.order_by("position"))}
+    by_pair = dict(zip(pairs(study), study.items.order_by("position")))
     candidates = {pair: item.candidates.get() for pair, item in by_pair.items()}
     best = {pair: (candidate.source_run_id, candidate.source_rank) for pair, candidate in candidates.items()}
     assert best[("q0", "d0")] == (run_a.pk, 1)  # A rank 1 beats B rank 2
@@ -133,7 +139,9 @@ def test_queries_may_be_named_or_sampled():
 def test_the_schema_and_judgments_per_item_are_configurable():
     collection = make_label_collection(2)
     study = create(
-        collection, runs=list(two_runs(collection)), judgments_per_item=5,
+        collection,
+        runs=list(two_runs(collection)),
+        judgments_per_item=5,
         label_schema={"scale": "graded-0-2", "spans": "passage", "rubric": [{"name": "quality", "values": [0, 1, 2]}]},
     ).study
     assert study.judgments_per_item == 5
@@ -207,8 +215,14 @@ def relevance_study_with(schema, **settings):
 
 
 def test_the_payload_asks_the_schemas_question_with_named_values():
-    study = relevance_study_with({"scale": "graded-0-2", "spans": "query", "rubric": [
-        {"name": "specificity", "values": [0, 1], "labels": {"0": "broad", "1": "specific"}}], "rationale": "optional"})
+    study = relevance_study_with(
+        {
+            "scale": "graded-0-2",
+            "spans": "query",
+            "rubric": [{"name": "specificity", "values": [0, 1], "labels": {"0": "broad", "1": "specific"}}],
+            "rationale": "optional",
+        }
+    )
     payload = next_work(study, make_annotator())
     item = Item.objects.get(pk=payload["item"])
     assert payload["kind"] == "relevance"
@@ -216,7 +230,8 @@ def test_the_payload_asks_the_schemas_question_with_named_values():
     assert [c["text"] for c in payload["candidates"]] == [item.candidates.get().passage.text]
     assert payload["question"] == "Is this passage relevant to the query?"
     assert payload["values"] == [
-        {"value": 0, "label": "Not relevant"}, {"value": 1, "label": "Partially relevant"},
+        {"value": 0, "label": "Not relevant"},
+        {"value": 1, "label": "Partially relevant"},
         {"value": 2, "label": "Highly relevant"},
     ]
     assert payload["spans"] == {"target": "query", "required": False, "text": item.query.text}
@@ -236,7 +251,7 @@ def test_a_context_query_is_shown_as_one_text_with_the_quotation_marked():
 
 def test_the_payload_never_shows_provenance_roles_known_answers_or_external_ids():
     study = relevance_study_with({"spans": "passage"})
-    work, gold = study.items.order_by("position")[:2]
+    _work, gold = study.items.order_by("position")[:2]
     Item.objects.filter(pk=gold.pk).update(role=Item.Role.GOLD, expected_label=1)
     annotator = make_annotator()
     seen = []
@@ -256,13 +271,24 @@ def test_the_payload_never_shows_provenance_roles_known_answers_or_external_ids(
 
 
 def test_a_label_with_a_span_rubric_and_rationale_is_stored_as_validated():
-    study = relevance_study_with({"scale": "graded-0-2", "spans": "passage", "rationale": "required",
-                                  "rubric": [{"name": "specificity", "values": [0, 1]}]})
+    study = relevance_study_with(
+        {
+            "scale": "graded-0-2",
+            "spans": "passage",
+            "rationale": "required",
+            "rubric": [{"name": "specificity", "values": [0, 1]}],
+        }
+    )
     annotator = make_annotator()
     item = claim_next_item(study, annotator).item
     submission = submit_judgment(
-        annotator=annotator, item=item, label="2", spans=[{"start": 8, "end": 14}, {"start": 0, "end": 7}],
-        rubric={"specificity": 1}, rationale=" It retells the plot. ", seconds=4,
+        annotator=annotator,
+        item=item,
+        label="2",
+        spans=[{"start": 8, "end": 14}, {"start": 0, "end": 7}],
+        rubric={"specificity": 1},
+        rationale=" It retells the plot. ",
+        seconds=4,
     )
     judgment = Judgment.objects.get(pk=submission.judgment.pk)
     assert submission.created

@@ -1,5 +1,6 @@
 """Creating proxy studies: which queries become items, which candidates they show, in which
 order, and that the same seed rebuilds the same study."""
+
 from collections import Counter
 
 import pytest
@@ -157,14 +158,18 @@ def test_queries_without_enough_negatives_are_skipped_and_reported_not_half_buil
     collection = make_relic_collection(3)
     starved = collection.queries.get(external_id="quote1")
     scores = {
-        query: ({"book:11:1": 1} if query == starved else {"book:11:1": 2, f"book:{12 + 10 * n}:1": 1,
-                                                            f"book:{13 + 10 * n}:1": 0.5})
+        query: (
+            {"book:11:1": 1}
+            if query == starved
+            else {"book:11:1": 2, f"book:{12 + 10 * n}:1": 1, f"book:{13 + 10 * n}:1": 0.5}
+        )
         for n, query in enumerate(collection.queries.order_by("ordinal"))
     }
     creation = create(collection, make_scored_run(collection, scores), items=3)
     assert creation.items == 2
-    assert [(s.query, s.reason) for s in creation.skipped] == [("quote1", "run %d has only 1 usable negatives, 2 needed"
-                                                                % creation.study.negatives_run_id)]
+    assert [(s.query, s.reason) for s in creation.skipped] == [
+        ("quote1", f"run {creation.study.negatives_run_id} has only 1 usable negatives, 2 needed")
+    ]
     assert not Item.objects.filter(query=starved).exists()
     assert creation.summary()["skipped"] == 1
     assert creation.study.parameters["skipped"] == [{"query": "quote1", "reason": creation.skipped[0].reason}]
@@ -239,10 +244,7 @@ def test_gold_positions_and_negative_orders_vary_between_items():
 def test_every_annotator_sees_the_stored_order():
     study = make_relic_proxy_study(1)
     item = study.items.get()
-    seen = [
-        [c["text"] for c in next_work(study, make_annotator())["candidates"]]
-        for _ in range(3)
-    ]
+    seen = [[c["text"] for c in next_work(study, make_annotator())["candidates"]] for _ in range(3)]
     stored = [c.passage.text for c in item.candidates.order_by("position").select_related("passage")]
     assert seen == [stored] * 3
 
@@ -275,10 +277,20 @@ def test_single_sentence_and_book_filters():
 
 def test_settings_are_stored_on_the_study():
     study = make_relic_proxy_study(
-        3, candidates=2, judgments_per_item=5, context_left=2, context_right=1, guidelines="Pick the quote.",
+        3,
+        candidates=2,
+        judgments_per_item=5,
+        context_left=2,
+        context_right=1,
+        guidelines="Pick the quote.",
         claim_minutes=12,
     )
-    assert (study.candidates_per_item, study.judgments_per_item, study.context_left, study.context_right) == (2, 5, 2, 1)
+    assert (study.candidates_per_item, study.judgments_per_item, study.context_left, study.context_right) == (
+        2,
+        5,
+        2,
+        1,
+    )
     assert (study.guidelines, study.claim_minutes, study.seed) == ("Pick the quote.", 12, 7)
 
 

@@ -1,13 +1,15 @@
 """Training a dense retriever on a study's judgments from the staff study page (and its API
 twin): it queues a "train" job with the study's pairs and context sizes, exactly as the
 `train_from_study` command does, refuses bad input beside its field, and is for staff only."""
+
 import re
 
 import pytest
 
 from annotation.training_pairs import study_training_pairs
+from jobs.models import Job
 from retrieval import tasks
-from retrieval.models import Job, Retriever
+from retrieval.models import Retriever
 from tests.factories import (
     add_judgment,
     api_client,
@@ -20,8 +22,15 @@ from tests.factories import (
 
 pytestmark = pytest.mark.django_db
 
-HYPERPARAMETERS = {"batch_size": "4", "learning_rate": "0.0001", "epochs": "2", "patience": "1", "max_steps": "",
-                   "seed": "5", "base_model": ""}
+HYPERPARAMETERS = {
+    "batch_size": "4",
+    "learning_rate": "0.0001",
+    "epochs": "2",
+    "patience": "1",
+    "max_steps": "",
+    "seed": "5",
+    "base_model": "",
+}
 
 
 def train_url(study) -> str:
@@ -44,44 +53,76 @@ def judged_study():
 def sent_tasks(monkeypatch):
     """The training tasks dispatched: (args, queue) of each, recorded instead of sent."""
     sent = []
-    monkeypatch.setattr(tasks.train_retriever, "apply_async",
-                        lambda args, queue, task_id: sent.append((args, queue)))
+    monkeypatch.setattr(tasks.train_retriever, "apply_async", lambda args, queue, task_id: sent.append((args, queue)))
     return sent
 
 
-def test_staff_queue_a_training_on_the_studys_pairs(staff_client, judged_study, sent_tasks,
-                                                     django_capture_on_commit_callbacks):
+def test_staff_queue_a_training_on_the_studys_pairs(
+    staff_client, judged_study, sent_tasks, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_client.post(train_url(judged_study), {
-            "name": "from experts", "validation_share": "0.34", **HYPERPARAMETERS}, follow=True)
+        response = staff_client.post(
+            train_url(judged_study),
+            {"name": "from experts", "validation_share": "0.34", **HYPERPARAMETERS},
+            follow=True,
+        )
 
     job = Job.objects.get()
     assert response.redirect_chain == [("/dashboard/#jobs", 302)]
-    assert f"Training of “from experts” on 4 pairs from the judgments of “{judged_study.name}” queued as job {job.pk}" in (
-        response.content.decode())
+    assert (
+        f"Training of “from experts” on 4 pairs from the judgments of “{judged_study.name}” queued as job {job.pk}"
+        in (response.content.decode())
+    )
     assert (job.kind, job.queue, job.status) == ("train", "gpu", Job.Status.PENDING)
     assert job.parameters == {
-        "collection": judged_study.collection.name, "name": "from experts", "base_model": None, "batch_size": 4,
-        "learning_rate": 0.0001, "epochs": 2, "patience": 1, "asymmetric": False, "max_steps": None, "seed": 5,
-        "context_left": 2, "context_right": 0, "pairs": 4,
+        "collection": judged_study.collection.name,
+        "name": "from experts",
+        "base_model": None,
+        "batch_size": 4,
+        "learning_rate": 0.0001,
+        "epochs": 2,
+        "patience": 1,
+        "asymmetric": False,
+        "max_steps": None,
+        "seed": 5,
+        "context_left": 2,
+        "context_right": 0,
+        "pairs": 4,
     }
     [(args, queue)] = sent_tasks
-    job_id, collection_id, params, pairs, validation_pairs = args
+    job_id, collection_id, _params, pairs, validation_pairs = args
     assert (job_id, collection_id, queue) == (job.pk, judged_study.collection_id, "gpu")
     everything = study_training_pairs(judged_study, "[MASK]")
     assert sorted(row["positive_text"] for row in pairs + validation_pairs) == sorted(
-        pair.positive_text for pair in everything)
+        pair.positive_text for pair in everything
+    )
     assert (len(pairs), len(validation_pairs)) == (4, 2)
 
 
-def test_the_page_and_the_command_prepare_the_same_training(staff_client, judged_study, sent_tasks,
-                                                           django_capture_on_commit_callbacks):
+def test_the_page_and_the_command_prepare_the_same_training(
+    staff_client, judged_study, sent_tasks, django_capture_on_commit_callbacks
+):
     with django_capture_on_commit_callbacks(execute=True):
-        staff_client.post(train_url(judged_study), {"name": "from the page", "validation_share": "0.34",
-                                                    **HYPERPARAMETERS})
-        summary = call_json_command("train_from_study", judged_study.pk, "--name", "from the command", "--async",
-                                    "--validation-share", 0.34, "--batch-size", 4, "--lr", 0.0001, "--epochs", 2,
-                                    "--seed", 5)
+        staff_client.post(
+            train_url(judged_study), {"name": "from the page", "validation_share": "0.34", **HYPERPARAMETERS}
+        )
+        summary = call_json_command(
+            "train_from_study",
+            judged_study.pk,
+            "--name",
+            "from the command",
+            "--async",
+            "--validation-share",
+            0.34,
+            "--batch-size",
+            4,
+            "--lr",
+            0.0001,
+            "--epochs",
+            2,
+            "--seed",
+            5,
+        )
 
     page_job, command_job = Job.objects.order_by("pk")
     assert summary == {"job_id": command_job.pk, "status": "pending", "queue": "gpu"}
@@ -100,14 +141,17 @@ def test_the_form_is_on_proxy_study_pages_with_the_training_defaults(staff_clien
     assert "/train/" not in label_page
 
 
-@pytest.mark.parametrize(("changes", "field", "message"), [
-    ({"name": "taken"}, "name", "a retriever named &#x27;taken&#x27; already exists"),
-    ({"validation_share": "1.5"}, "validation_share", "must be in [0, 1), got 1.5"),
-    ({"batch_size": "1"}, "batch_size", "must be at least 2 (in-batch negatives), got 1"),
-])
-def test_bad_input_is_shown_beside_its_field_and_queues_nothing(staff_client, judged_study, sent_tasks,
-                                                                django_capture_on_commit_callbacks,
-                                                                changes, field, message):
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"name": "taken"}, "name", "a retriever named &#x27;taken&#x27; already exists"),
+        ({"validation_share": "1.5"}, "validation_share", "must be in [0, 1), got 1.5"),
+        ({"batch_size": "1"}, "batch_size", "must be at least 2 (in-batch negatives), got 1"),
+    ],
+)
+def test_bad_input_is_shown_beside_its_field_and_queues_nothing(
+    staff_client, judged_study, sent_tasks, django_capture_on_commit_callbacks, changes, field, message
+):
     Retriever.objects.create(name="taken", kind="dense")
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -120,8 +164,9 @@ def test_bad_input_is_shown_beside_its_field_and_queues_nothing(staff_client, ju
     assert (Job.objects.count(), sent_tasks) == (0, [])
 
 
-def test_a_study_without_usable_judgments_says_so_and_queues_nothing(staff_client, sent_tasks,
-                                                                     django_capture_on_commit_callbacks):
+def test_a_study_without_usable_judgments_says_so_and_queues_nothing(
+    staff_client, sent_tasks, django_capture_on_commit_callbacks
+):
     study = make_proxy_study(gold_positions=[0, 1])
     for item in study.items.all():
         item.candidates.update(is_gold=False)
@@ -153,8 +198,9 @@ def test_the_api_twin_queues_the_same_training(judged_study, sent_tasks, django_
     api = api_client(make_user(staff=True))
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = api.post(f"/api/studies/{judged_study.pk}/train/", {"name": "via api", "batch_size": 4},
-                            format="json")
+        response = api.post(
+            f"/api/studies/{judged_study.pk}/train/", {"name": "via api", "batch_size": 4}, format="json"
+        )
         again = api.post(f"/api/studies/{judged_study.pk}/train/", {"name": "via api"}, format="json")
 
     assert response.status_code == 202
@@ -162,5 +208,7 @@ def test_the_api_twin_queues_the_same_training(judged_study, sent_tasks, django_
     assert (response.json()["id"], job.kind, job.queue) == (job.pk, "train", "gpu")
     assert (job.parameters["pairs"], job.parameters["context_left"]) == (6, 2)  # 10% of 6 items: none held out
     assert (again.status_code, again.json()) == (
-        400, {"name": [f"a training of a retriever named 'via api' is already queued (job {job.pk})"]})
+        400,
+        {"name": [f"a training of a retriever named 'via api' is already queued (job {job.pk})"]},
+    )
     assert len(sent_tasks) == 1

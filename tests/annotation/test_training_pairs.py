@@ -1,5 +1,6 @@
 """Human judgments as training pairs for dense retrievers: the gold (or, without one, a strict
 majority's choice) is the positive; shown candidates nobody chose are hard negatives."""
+
 import pytest
 from django.core.management import CommandError
 
@@ -60,8 +61,18 @@ def test_voided_judgments_do_not_count():
 def test_train_from_study_registers_a_retriever_trained_on_the_judgments(data_dir):
     study = make_proxy_study(gold_positions=[0, 1, 2, 0, 1, 2])
 
-    summary = call_json_command("train_from_study", study.pk, "--name", "from experts", "--batch-size", 4,
-                                "--max-steps", 1, "--validation-share", 0.34)
+    summary = call_json_command(
+        "train_from_study",
+        study.pk,
+        "--name",
+        "from experts",
+        "--batch-size",
+        4,
+        "--max-steps",
+        1,
+        "--validation-share",
+        0.34,
+    )
 
     retriever = Retriever.objects.get(pk=summary["retriever_id"])
     assert (retriever.name, retriever.trained_on) == ("from experts", study.collection)

@@ -1,6 +1,7 @@
 """The annotation web pages through Django's test client: who may open what, the annotation
 page without JavaScript (post, redirect, next item), and the staff pages to create a study,
 follow it and void judgments."""
+
 import re
 
 import pytest
@@ -197,9 +198,7 @@ def test_posting_the_same_item_twice_keeps_the_first_answer(client):
     login(client, annotator)
     page = client.get(reverse("annotate", args=[study.pk]))
     answer(client, study, page, position=0)
-    again = client.post(
-        reverse("annotate", args=[study.pk]), {"item": shown_item(page), "choice": 1}, follow=True
-    )
+    again = client.post(reverse("annotate", args=[study.pk]), {"item": shown_item(page), "choice": 1}, follow=True)
     assert "You had already answered that item; your first answer stands." in again.content.decode()
     assert Judgment.objects.get(annotator=annotator).choice.position == 0
 
@@ -256,9 +255,18 @@ def test_the_study_list_shows_judgments_done_out_of_needed(client):
 
 def study_form_data(collection, run, **changes):
     return {
-        "name": "Pride proxy", "collection": collection.pk, "negatives_run": run.pk, "items": 3, "candidates": 3,
-        "judgments_per_item": 3, "seed": 11, "context_left": 4, "context_right": 2, "guidelines": "Choose well.",
-        "claim_minutes": 30, **changes,
+        "name": "Pride proxy",
+        "collection": collection.pk,
+        "negatives_run": run.pk,
+        "items": 3,
+        "candidates": 3,
+        "judgments_per_item": 3,
+        "seed": 11,
+        "context_left": 4,
+        "context_right": 2,
+        "guidelines": "Choose well.",
+        "claim_minutes": 30,
+        **changes,
     }
 
 

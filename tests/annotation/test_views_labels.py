@@ -2,6 +2,7 @@
 test client: label items without JavaScript, hidden gold that looks exactly like work, the
 qualification round's pages, and the staff pages to create label studies, watch annotators'
 quality, block them, adjudicate disagreements and let annotators review each other."""
+
 import re
 from html.parser import HTMLParser
 
@@ -60,14 +61,24 @@ def test_a_relevance_answer_with_spans_rubric_and_rationale_is_stored(client):
     assert 'name="rubric-specificity" value="1" data-key="1"' in html and "specific" in html
     assert 'data-span-target="passage"' in html and 'name="rationale"' in html
 
-    response = client.post(reverse("annotate", args=[study.pk]), {
-        "item": shown_item_id(page), "label": "2", "rubric-specificity": "1", "rationale": "Line one.\r\nLine two.",
-        "spans": '[{"target": "passage", "start": 0, "end": 5}]', "seconds": "4.5",
-    })
+    response = client.post(
+        reverse("annotate", args=[study.pk]),
+        {
+            "item": shown_item_id(page),
+            "label": "2",
+            "rubric-specificity": "1",
+            "rationale": "Line one.\r\nLine two.",
+            "spans": '[{"target": "passage", "start": 0, "end": 5}]',
+            "seconds": "4.5",
+        },
+    )
     assert response.status_code == 302
     judgment = Judgment.objects.get(annotator=annotator)
     assert (judgment.label, judgment.rubric, judgment.rationale, judgment.seconds) == (
-        2, {"specificity": 1}, "Line one.\nLine two.", 4.5,
+        2,
+        {"specificity": 1},
+        "Line one.\nLine two.",
+        4.5,
     )
     assert judgment.spans == [{"target": "passage", "start": 0, "end": 5}]
 
@@ -84,7 +95,12 @@ def test_an_answer_the_schema_does_not_allow_is_refused_naming_the_field(client)
     assert shown_item_id(response) == item
     response = client.post(
         reverse("annotate", args=[study.pk]),
-        {"item": item, "label": "1", "rubric-specificity": "1", "spans": '[{"target": "passage", "start": 3, "end": 999}]'},
+        {
+            "item": item,
+            "label": "1",
+            "rubric-specificity": "1",
+            "spans": '[{"target": "passage", "start": 3, "end": 999}]',
+        },
         follow=True,
     )
     assert "spans[0]" in response.content.decode()
@@ -101,7 +117,10 @@ def test_span_texts_keep_every_stored_character_even_carriage_returns(client):
     ).study
     login(client, make_annotator())
     html = client.get(reverse("annotate", args=[study.pk])).content.decode()
-    assert 'data-span-target="passage" data-span-noun="passage">First line.&#13;\nSecond &lt;line&gt; &amp; more.</div>' in html
+    assert (
+        'data-span-target="passage" data-span-noun="passage">First line.&#13;\nSecond &lt;line&gt; &amp; more.</div>'
+        in html
+    )
 
 
 def test_the_quotability_pilot_posts_the_selected_paragraphs(client):
@@ -140,7 +159,7 @@ class MarkupShape(HTMLParser):
 
 def markup_shape(html: str) -> list:
     parser = MarkupShape()
-    parser.feed(html[html.index("<main>"):html.index("</main>")])
+    parser.feed(html[html.index("<main>") : html.index("</main>")])
     return parser.shape
 
 
@@ -212,26 +231,50 @@ def plot_collection():
 
 def relevance_form_data(collection, run, **changes):
     return {
-        "name": "Plots", "collection": collection.pk, "runs": [run.pk], "depth": 4, "judgments_per_item": 2,
-        "seed": 1, "context_left": 4, "context_right": 4, "scale": "graded-0-2", "spans": "passage",
-        "rationale": "optional", "claim_minutes": 30, "question": "", "rubric": "", **changes,
+        "name": "Plots",
+        "collection": collection.pk,
+        "runs": [run.pk],
+        "depth": 4,
+        "judgments_per_item": 2,
+        "seed": 1,
+        "context_left": 4,
+        "context_right": 4,
+        "scale": "graded-0-2",
+        "spans": "passage",
+        "rationale": "optional",
+        "claim_minutes": 30,
+        "question": "",
+        "rubric": "",
+        **changes,
     }
 
 
 def test_staff_create_a_relevance_study_with_rubric_and_quality_settings(client):
     collection, run = plot_collection()
     login(client, make_user(staff=True))
-    response = client.post(reverse("study_create_kind", args=["relevance"]), relevance_form_data(
-        collection, run, rubric='[{"name": "quality", "values": [0, 1, 2]}]', qualification_threshold="0.9",
-        qualification_questions="1", qualification_attempts="3", gold_rate="0.25", peer_review_rate="0.1",
-    ))
+    response = client.post(
+        reverse("study_create_kind", args=["relevance"]),
+        relevance_form_data(
+            collection,
+            run,
+            rubric='[{"name": "quality", "values": [0, 1, 2]}]',
+            qualification_threshold="0.9",
+            qualification_questions="1",
+            qualification_attempts="3",
+            gold_rate="0.25",
+            peer_review_rate="0.1",
+        ),
+    )
     study = Study.objects.get(name="Plots")
     assert response.status_code == 302 and response.url == reverse("study_detail", args=[study.pk])
     assert study.kind == Study.Kind.RELEVANCE and study.items.count() == 4 and study.judgments_per_item == 2
     assert study.label_schema["scale"] == "graded-0-2" and study.label_schema["spans"] == "passage"
     assert [field["name"] for field in study.label_schema["rubric"]] == ["quality"]
     assert (study.qualification_threshold, study.qualification_attempts, study.gold_rate, study.peer_review_rate) == (
-        0.9, 3, 0.25, 0.1,
+        0.9,
+        3,
+        0.25,
+        0.1,
     )
     # The two items the qrels judge became the qualification question and the hidden gold item.
     roles = sorted(study.items.values_list("role", flat=True))
@@ -252,7 +295,9 @@ def test_staff_create_a_relevance_study_with_rubric_and_quality_settings(client)
 def test_the_relevance_form_shows_each_error_under_its_field(client, changes, field, message):
     collection, run = plot_collection()
     login(client, make_user(staff=True))
-    response = client.post(reverse("study_create_kind", args=["relevance"]), relevance_form_data(collection, run, **changes))
+    response = client.post(
+        reverse("study_create_kind", args=["relevance"]), relevance_form_data(collection, run, **changes)
+    )
     assert response.status_code == 200
     assert message in " ".join(response.context["form"].errors[field])
     assert not Study.objects.exists()
@@ -264,11 +309,26 @@ def test_staff_create_the_quotability_pilot_through_the_form(client):
     query = make_text_query(collection, "", left_context=["The minister spoke."], metadata={"title": "Harbour"})
     add_pool(query, paragraphs)
     login(client, make_user(staff=True))
-    response = client.post(reverse("study_create_kind", args=["quotability"]), {
-        "name": "Pilot", "collection": collection.pk, "multi_select": "on", "selection": "top_non_gold", "depth": 1,
-        "candidates_from": "pool", "judgments_per_item": 5, "seed": 0, "context_left": 4, "context_right": 0,
-        "rationale": "none", "claim_minutes": 30, "question": "", "rubric": "", "spans": "",
-    })
+    response = client.post(
+        reverse("study_create_kind", args=["quotability"]),
+        {
+            "name": "Pilot",
+            "collection": collection.pk,
+            "multi_select": "on",
+            "selection": "top_non_gold",
+            "depth": 1,
+            "candidates_from": "pool",
+            "judgments_per_item": 5,
+            "seed": 0,
+            "context_left": 4,
+            "context_right": 0,
+            "rationale": "none",
+            "claim_minutes": 30,
+            "question": "",
+            "rubric": "",
+            "spans": "",
+        },
+    )
     study = Study.objects.get(name="Pilot")
     assert response.status_code == 302
     assert study.label_schema["multi_select"] is True and study.judgments_per_item == 5
@@ -296,7 +356,7 @@ def test_the_quality_page_lists_gold_accuracy_and_blocks_only_with_a_reason(clie
     staff = make_user("organiser", staff=True)
     login(client, staff)
     page = client.get(reverse("study_quality", args=[study.pk])).content.decode()
-    row = page[page.index('data-annotator="careless"'):]
+    row = page[page.index('data-annotator="careless"') :]
     # Gold accuracy from the gold item; counted judgments and the median time from work alone.
     assert '<td class="gold">0 % <span class="muted">(0/1)</span></td>' in row
     assert "<td>1</td>" in row and "<td>5.0 s</td>" in row
@@ -308,9 +368,14 @@ def test_the_quality_page_lists_gold_accuracy_and_blocks_only_with_a_reason(clie
     client.post(url, {"annotator": "careless", "reason": "wrong on gold", "exclude_judgments": "on"})
     block = StudyBlock.objects.get()
     assert (block.annotator, block.reason, block.exclude_judgments, block.created_by) == (
-        careless, "wrong on gold", True, staff,
+        careless,
+        "wrong on gold",
+        True,
+        staff,
     )
-    assert "Blocked by organiser: wrong on gold" in client.get(reverse("study_quality", args=[study.pk])).content.decode()
+    assert (
+        "Blocked by organiser: wrong on gold" in client.get(reverse("study_quality", args=[study.pk])).content.decode()
+    )
     client.post(reverse("annotator_unblock", args=[study.pk]), {"annotator": "careless"})
     assert not StudyBlock.objects.exists()
 
@@ -330,9 +395,10 @@ def test_staff_see_every_answer_of_a_disagreement_and_decide_it(client):
     client.post(reverse("item_adjudicate", args=[study.pk, first.item_id]), {"label": "2", "note": "bob is right"})
     decision = Adjudication.objects.get(item_id=first.item_id)
     assert (decision.label, decision.note) == (2, "bob is right")
-    assert "Decided: <strong>2 · Highly relevant</strong>" in client.get(
-        reverse("study_adjudicate", args=[study.pk])
-    ).content.decode()
+    assert (
+        "Decided: <strong>2 · Highly relevant</strong>"
+        in client.get(reverse("study_adjudicate", args=[study.pk])).content.decode()
+    )
 
 
 # --- peer review ------------------------------------------------------------------------------------

@@ -1,6 +1,7 @@
 """Real-browser tests: Debian's Chromium driven by Playwright's sync API against pytest-django's
 live server. Never downloads a browser; without /usr/bin/chromium the tests skip locally and
 fail in CI (tests.conftest.require)."""
+
 import os
 from pathlib import Path
 from urllib.parse import urlparse
@@ -15,8 +16,14 @@ os.environ["DJANGO_ALLOW_ASYNC_UNSAFE"] = "true"
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMIUM_ARGS = [
-    "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-    "--disable-background-networking", "--disable-component-update", "--disable-sync",
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
 ]
 # Generous: the machine running the suite may be busy; waits end as soon as the page is ready.
 WAIT_MS = 20_000

@@ -1,6 +1,7 @@
 """The annotation interface in a real Chromium: answering with the keyboard only, resuming after
 a reload, the end of a study, nothing on the page or in the API that gives the answer away, and
 a staff member creating a study through the form."""
+
 import json
 import re
 
@@ -21,10 +22,24 @@ from tests.factories import (
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 # Words that would only be on the page if it described where a candidate came from or which is right.
-GIVEAWAY_WORDS = re.compile(r"\b(gold|is_gold|source|source_run|source_rank|rank|bm25|dense|external_id|provenance)\b",
-                            re.IGNORECASE)
-GIVEAWAY_KEYS = {"gold", "is_gold", "source", "source_run", "source_rank", "rank", "run", "passage", "external_id",
-                 "score", "sources", "judgments", "answers"}
+GIVEAWAY_WORDS = re.compile(
+    r"\b(gold|is_gold|source|source_run|source_rank|rank|bm25|dense|external_id|provenance)\b", re.IGNORECASE
+)
+GIVEAWAY_KEYS = {
+    "gold",
+    "is_gold",
+    "source",
+    "source_run",
+    "source_rank",
+    "rank",
+    "run",
+    "passage",
+    "external_id",
+    "score",
+    "sources",
+    "judgments",
+    "answers",
+}
 CANDIDATE_LI = re.compile(r'<li class="candidate">.*?</li>', re.DOTALL)
 
 
@@ -121,11 +136,14 @@ def keys_in(value) -> set[str]:
 def test_nothing_shown_to_the_annotator_tells_the_gold_or_where_candidates_came_from(page):
     make_annotator("reader")
     study = make_relic_proxy_study(4)
-    secrets = set(
-        ItemCandidate.objects.filter(item__study=study).values_list("passage__external_id", flat=True)
-    ) | set(study.items.values_list("query__external_id", flat=True)) | {
-        study.negatives_run.tag, study.negatives_run.retriever.name,
-    }
+    secrets = (
+        set(ItemCandidate.objects.filter(item__study=study).values_list("passage__external_id", flat=True))
+        | set(study.items.values_list("query__external_id", flat=True))
+        | {
+            study.negatives_run.tag,
+            study.negatives_run.retriever.name,
+        }
+    )
     sign_in(page, "reader")
     script = page.request.get("/static/annotation/annotate.js")
     assert script.ok

@@ -2,6 +2,7 @@
 do: keys for labels, rubric fields and paragraphs, the mouse to select a span and a key to mark
 it. What the page stores is checked against the stored texts: a span's offsets must count the
 characters of the passage as stored, not of the page's HTML."""
+
 import pytest
 from playwright.sync_api import expect
 
@@ -50,7 +51,8 @@ def drag_select(page, selector: str, start: int, end: int) -> None:
                         range.setStart(node, wanted - seen);
                         range.setEnd(node, wanted - seen + 1);
                         const rect = range.getBoundingClientRect();
-                        points.push({edge, x: edge === "left" ? rect.left + 1 : rect.right - 1, y: rect.top + rect.height / 2});
+                        const x = edge === "left" ? rect.left + 1 : rect.right - 1;
+                        points.push({edge, x, y: rect.top + rect.height / 2});
                     }
                 }
                 seen += node.length;
@@ -77,8 +79,12 @@ def phrase_in_shown_passage(page, phrases: tuple[str, ...]) -> tuple[Item, str, 
 
 
 # One phrase of each PLOT_PASSAGE (the first one spans the passage's line break and its "&").
-PLOT_PHRASES = ("in the piano.\nLater that night he burns it & watches", "the <bridge> is repaired",
-                "saw the maid", "under another name")
+PLOT_PHRASES = (
+    "in the piano.\nLater that night he burns it & watches",
+    "the <bridge> is repaired",
+    "saw the maid",
+    "under another name",
+)
 
 
 def test_a_relevance_item_is_answered_with_a_span_a_rubric_and_a_rationale(page):
@@ -139,7 +145,7 @@ def test_a_relevance_item_is_answered_with_a_span_a_rubric_and_a_rationale(page)
     assert judgment.item == item and judgment.label == 10
     assert judgment.spans == [{"target": "passage", "start": start, "end": start + len(phrase)}]
     stored = shown_passage_text(item)
-    assert stored[judgment.spans[0]["start"]:judgment.spans[0]["end"]] == phrase
+    assert stored[judgment.spans[0]["start"] : judgment.spans[0]["end"]] == phrase
     assert judgment.rubric == {"specificity": 1, "quality": 2}
     assert judgment.rationale == "The letter is burnt.\nDone."
 
@@ -153,7 +159,12 @@ def test_a_relevance_item_is_answered_with_a_span_a_rubric_and_a_rationale(page)
     page.keyboard.press("Enter")
     expect(progress(page)).to_have_text("2 / 4")
     second = Judgment.objects.exclude(pk=judgment.pk).get(annotator=annotator)
-    assert (second.label, second.spans, second.rubric, second.rationale) == (3, [], {"specificity": 0, "quality": 1}, "")
+    assert (second.label, second.spans, second.rubric, second.rationale) == (
+        3,
+        [],
+        {"specificity": 0, "quality": 1},
+        "",
+    )
 
 
 def test_a_span_on_the_query_counts_the_characters_of_the_query_as_shown(page):

@@ -1,6 +1,7 @@
 """Quality control as annotators and staff meet it in a real Chromium: the qualification round
 that gates formal work (fail, try again, pass), and an annotator blocked by staff from the
 study's quality page who then gets no more work."""
+
 import pytest
 from playwright.sync_api import expect
 

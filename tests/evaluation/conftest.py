@@ -15,12 +15,21 @@ stored hits), item 3 not covered (its only stored hit is a passage not shown), i
 rank), item 5 wrong (so item 5 is a "humans agree, model fails" item, RELiC Table 5).
 The BM25 run supplied the negatives.
 """
+
 from dataclasses import dataclass
 
 import pytest
 
 from evaluation import services
-from tests.factories import add_hits, add_judgment, make_collection, make_passages, make_proxy_study, make_run, make_user
+from tests.factories import (
+    add_hits,
+    add_judgment,
+    make_collection,
+    make_passages,
+    make_proxy_study,
+    make_run,
+    make_user,
+)
 
 GOLD_POSITIONS = [0, 1, 2, 0, 1, 0]
 VOTES = [[0, 0, 0], [1, 1, 0], [0, 1, 2], [2, 2, 2], [1, 0], [0, 0, 0]]

@@ -1,4 +1,5 @@
 """Agreement statistics match their reference implementations and the published examples."""
+
 import itertools
 import math
 
@@ -45,7 +46,7 @@ def test_wikipedia_example_gives_fleiss_kappa_0_210():
 
 
 def test_fleiss_1971_diagnoses_give_kappa_0_430():
-    table, categories = aggregate_raters(fleiss_1971_ratings)
+    table, _categories = aggregate_raters(fleiss_1971_ratings)
     assert table.shape == (30, 5)
     assert table.sum(axis=0).tolist() == [26, 26, 30, 55, 43]
     assert agreement.fleiss_kappa(table) == pytest.approx(0.4302445, abs=1e-7)
@@ -62,9 +63,7 @@ def pairwise_fleiss_kappa(choices_per_item, categories):
     = mean over items (with two or more ratings) of the share of agreeing ordered rater pairs;
     chance = sum of squared pooled category shares over those items' ratings."""
     rated = [choices for choices in choices_per_item if len(choices) >= 2]
-    observed = np.mean([
-        np.mean([a == b for a, b in itertools.permutations(choices, 2)]) for choices in rated
-    ])
+    observed = np.mean([np.mean([a == b for a, b in itertools.permutations(choices, 2)]) for choices in rated])
     pooled = [choice for choices in rated for choice in choices]
     expected = sum((pooled.count(category) / len(pooled)) ** 2 for category in range(categories))
     return (observed - expected) / (1 - expected)
@@ -74,7 +73,9 @@ def test_fleiss_kappa_with_varying_rater_counts_uses_each_items_own_pairs():
     rng = np.random.default_rng(7)
     for _ in range(50):
         categories = int(rng.integers(2, 6))
-        choices = [[0, 1]] + [list(rng.integers(0, categories, size=rng.integers(1, 7))) for _ in range(rng.integers(3, 20))]
+        choices = [[0, 1]] + [
+            list(rng.integers(0, categories, size=rng.integers(1, 7))) for _ in range(rng.integers(3, 20))
+        ]
         table = agreement.counts_table(choices, categories)
         assert agreement.fleiss_kappa(table) == pytest.approx(pairwise_fleiss_kappa(choices, categories), abs=1e-12)
 
@@ -137,7 +138,10 @@ def test_random_baseline_matches_a_seeded_simulation(options, raters):
 def test_exact_mcnemar_equals_statsmodels():
     rng = np.random.default_rng(3)
     cases = [(np.ones(5, bool), np.ones(5, bool))]
-    cases += [(rng.random(n) < p, rng.random(n) < q) for n, p, q in [(10, .5, .5), (60, .7, .4), (200, .68, .93), (31, .2, .9)]]
+    cases += [
+        (rng.random(n) < p, rng.random(n) < q)
+        for n, p, q in [(10, 0.5, 0.5), (60, 0.7, 0.4), (200, 0.68, 0.93), (31, 0.2, 0.9)]
+    ]
     for first, second in cases:
         result = agreement.mcnemar_exact(first, second)
         table = [[np.sum(first & second), np.sum(first & ~second)], [np.sum(~first & second), np.sum(~first & ~second)]]

@@ -1,6 +1,7 @@
 """Statistics for relevance and quotability studies, checked against their reference packages
 (krippendorff, scikit-learn, statsmodels, scipy) on the same data and against published or
 hand-worked examples."""
+
 import itertools
 import math
 import warnings
@@ -21,8 +22,8 @@ from evaluation import agreement
 from evaluation.label_agreement import (
     MEASUREMENT_LEVELS,
     MajorityVote,
-    coincidence_matrix,
     cohen_kappa,
+    coincidence_matrix,
     correlate_with_mean_grades,
     fleiss_kappa_from_labels,
     kendall_tau_b,

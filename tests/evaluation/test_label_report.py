@@ -15,6 +15,7 @@ Besides these: a hidden gold item (known answer 2: a1 and a3 right, a2 wrong), a
 item, a voided judgment and one by an annotator blocked from the study with their judgments
 excluded, none of which may reach the statistics.
 """
+
 from dataclasses import dataclass
 
 import krippendorff
@@ -113,7 +114,9 @@ class TestGradedAgreement:
         kappas = []
         for first in range(4):
             for second in range(first + 1, 4):
-                shared = [(row[first], row[second]) for row in GRADES if row[first] is not None and row[second] is not None]
+                shared = [
+                    (row[first], row[second]) for row in GRADES if row[first] is not None and row[second] is not None
+                ]
                 kappas.append(cohen_kappa_score(*zip(*shared), weights=weights, labels=SCALE))
         kappa = study_report(graded.study)["agreement"]["cohen_kappa"][name]
         assert kappa == {"mean": pytest.approx(np.mean(kappas)), "pairs": 6}
@@ -123,7 +126,12 @@ class TestGradedAgreement:
         rows = {entry["item"]: entry for entry in report["aggregates"]}
         tied_all, tied_two = rows[graded.items[3].pk], rows[graded.items[4].pk]
         assert (tied_all["majority"], tied_all["tied_labels"]) == (None, [0, 1, 2, 3])
-        assert (tied_two["majority"], tied_two["tied_labels"], tied_two["mean"], tied_two["median"]) == (None, [0, 2], 1.0, 1.0)
+        assert (tied_two["majority"], tied_two["tied_labels"], tied_two["mean"], tied_two["median"]) == (
+            None,
+            [0, 2],
+            1.0,
+            1.0,
+        )
         third = rows[graded.items[2].pk]
         assert (third["labels"], third["majority"], third["tied_labels"]) == ([1, 2, 2], 2, [])
         assert third["mean"] == pytest.approx(5 / 3) and third["median"] == 2.0
@@ -153,9 +161,15 @@ class TestGradedAgreement:
         means = [np.mean([grade for grade in GRADES[number] if grade is not None]) for number in scores]
         rho, kendall = spearmanr(list(scores.values()), means), kendalltau(list(scores.values()), means)
         assert (model["rated_units"], model["covered_units"], model["reason"]) == (6, 5, None)
-        assert model["spearman"] == {"statistic": pytest.approx(rho.statistic), "p_value": pytest.approx(rho.pvalue), "items": 5}
+        assert model["spearman"] == {
+            "statistic": pytest.approx(rho.statistic),
+            "p_value": pytest.approx(rho.pvalue),
+            "items": 5,
+        }
         assert model["kendall_tau_b"] == {
-            "statistic": pytest.approx(kendall.statistic), "p_value": pytest.approx(kendall.pvalue), "items": 5,
+            "statistic": pytest.approx(kendall.statistic),
+            "p_value": pytest.approx(kendall.pvalue),
+            "items": 5,
         }
 
     def test_a_run_with_too_few_scored_items_gets_no_correlation(self, graded):
@@ -205,9 +219,13 @@ def span(start, end, target="passage"):
 
 
 def test_span_agreement_is_token_f1_and_exact_match_averaged_over_items(db):
-    schema = {"spans": "passage", "rubric": [
-        {"name": "specificity", "values": [0, 1]}, {"name": "quality", "values": [0, 1, 2]},
-    ]}
+    schema = {
+        "spans": "passage",
+        "rubric": [
+            {"name": "specificity", "values": [0, 1]},
+            {"name": "quality", "values": [0, 1, 2]},
+        ],
+    }
     study = make_label_study(label_schema=schema)
     first = add_label_item(study, passages=make_text_passages(study.collection, [PLOT]))
     second = add_label_item(study, passages=make_text_passages(study.collection, [PLOT]))
@@ -217,8 +235,13 @@ def test_span_agreement_is_token_f1_and_exact_match_averaged_over_items(db):
     add_label_judgment(first, a, 1, spans=[span(*burns_the_letter)], rubric={"specificity": 1, "quality": 2})
     add_label_judgment(first, b, 1, spans=[span(*the_letter)], rubric={"specificity": 1, "quality": 1})
     # Same words as a, boundaries drifting by a space: still an exact match.
-    add_label_judgment(first, c, 1, spans=[span(burns_the_letter[0] - 1, burns_the_letter[1] + 1)],
-                       rubric={"specificity": 0, "quality": 2})
+    add_label_judgment(
+        first,
+        c,
+        1,
+        spans=[span(burns_the_letter[0] - 1, burns_the_letter[1] + 1)],
+        rubric={"specificity": 0, "quality": 2},
+    )
     add_label_judgment(first, d, 0, rubric={"specificity": 0, "quality": 0})  # no span: not compared
     add_label_judgment(second, a, 1, spans=[span(0, 3)], rubric={"specificity": 1, "quality": 2})
     add_label_judgment(second, b, 1, spans=[span(0, 3)], rubric={"specificity": 1, "quality": 1})
@@ -294,7 +317,12 @@ def test_ties_count_as_not_quotable_and_adjudication_decides(db):
     Adjudication.objects.create(item=items[0], label=1)
     Adjudication.objects.create(item=items[3], label=0)  # incomplete, but adjudicated: counted
     share = study_report(study)["quotable_share"]
-    assert (share["positives"], share["items"], share["ties_counted_not_quotable"], share["adjudicated"]) == (2, 4, 0, 2)
+    assert (share["positives"], share["items"], share["ties_counted_not_quotable"], share["adjudicated"]) == (
+        2,
+        4,
+        0,
+        2,
+    )
 
 
 def test_relevance_studies_have_no_quotable_share(db):
@@ -318,8 +346,12 @@ def test_multi_select_pilot_selection_shares_and_pairwise_overlap(db):
     assert report["selections"]["f1"] == pytest.approx((np.mean([2 * j / (1 + j) for j in jaccards]) + 1) / 2)
     shares = {(entry["item"], entry["position"]): entry["mean"] for entry in report["aggregates"]}
     assert shares == {
-        (first.pk, 0): pytest.approx(1 / 3), (first.pk, 1): 1.0, (first.pk, 2): pytest.approx(1 / 3),
-        (second.pk, 0): 0.0, (second.pk, 1): 0.0, (second.pk, 2): 0.0,
+        (first.pk, 0): pytest.approx(1 / 3),
+        (first.pk, 1): 1.0,
+        (first.pk, 2): pytest.approx(1 / 3),
+        (second.pk, 0): 0.0,
+        (second.pk, 1): 0.0,
+        (second.pk, 2): 0.0,
     }
     # Annotators x paragraphs (selected = 1); c did not judge the second item.
     selected = np.array([[1, 1, 0, 0, 0, 0], [0, 1, 0, 0, 0, 0], [0, 1, 1, np.nan, np.nan, np.nan]])
@@ -364,4 +396,3 @@ class TestCache:
         add_label_judgment(graded.gold, graded.annotators["a4"], 2)
         assert cached_study_report(graded.study)["annotators"]["a4"]["gold_accuracy"] == 1.0
         assert len(computations) == 2
-

@@ -1,5 +1,6 @@
 """The label study report through its doors: the staff page (tables and inline SVG charts), the
 REST endpoint and the study_report command, and who may open them."""
+
 import io
 import json
 
@@ -70,13 +71,20 @@ def test_the_command_prints_json_or_tables(quotability):
 
 def test_pilot_and_rubric_studies_render_their_own_rows(staff_client, db):
     pilot = make_label_study(kind="quotability", items=1, candidates=3, label_schema={"multi_select": True})
-    rubric = make_label_study(items=1, label_schema={"spans": "passage", "rubric": [{"name": "quality", "values": [0, 1, 2]}]})
+    rubric = make_label_study(
+        items=1, label_schema={"spans": "passage", "rubric": [{"name": "quality", "values": [0, 1, 2]}]}
+    )
     first, second = make_user("first"), make_user("second")
     for annotator, selections in ((first, [0, 2]), (second, [2])):
         add_label_judgment(pilot.items.get(), annotator, selections=selections)
     for annotator, quality in ((first, 2), (second, 1)):
-        add_label_judgment(rubric.items.get(), annotator, 1, spans=[{"target": "passage", "start": 0, "end": 7}],
-                           rubric={"quality": quality})
+        add_label_judgment(
+            rubric.items.get(),
+            annotator,
+            1,
+            spans=[{"target": "passage", "start": 0, "end": 7}],
+            rubric={"quality": quality},
+        )
     pilot_html = staff_client.get(reverse("evaluation:study-report", args=[pilot.pk])).content.decode()
     assert "Selections: mean pairwise Jaccard" in pilot_html and "(paragraph 3)" in pilot_html
     rubric_html = staff_client.get(reverse("evaluation:study-report", args=[rubric.pk])).content.decode()

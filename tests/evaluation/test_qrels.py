@@ -12,6 +12,7 @@ The study (graded 0-2; three annotators unless said; qC-d2 nobody judged):
     qB d4    0 0 2     0             0.67 -> 1         0
     qB d5    0 0 1     adjudicated 2 (whatever the aggregate)
 """
+
 import io
 import json
 import math
@@ -77,13 +78,21 @@ def study(db):
     return study
 
 
-@pytest.mark.parametrize("aggregate, expected, ties", [("majority", MAJORITY, 2), ("mean", MEAN, 1), ("median", MEDIAN, 1)])
+@pytest.mark.parametrize(
+    "aggregate, expected, ties", [("majority", MAJORITY, 2), ("mean", MEAN, 1), ("median", MEDIAN, 1)]
+)
 def test_aggregated_labels_become_qrels(study, aggregate, expected, ties):
     export = relevance_qrels(study, aggregate)
     assert export.lines() == expected
     assert export.summary() == {
-        "study": study.pk, "aggregate": aggregate, "qrels": 7, "queries": 2,
-        "relevant": sum(int(line[-1]) > 0 for line in expected), "ties": ties, "adjudicated": 1, "unjudged": 1,
+        "study": study.pk,
+        "aggregate": aggregate,
+        "qrels": 7,
+        "queries": 2,
+        "relevant": sum(int(line[-1]) > 0 for line in expected),
+        "ties": ties,
+        "adjudicated": 1,
+        "unjudged": 1,
     }
 
 
@@ -124,7 +133,9 @@ class TestCommand:
         taken.mkdir()
         (taken / "notes.txt").write_text("keep me")
         with pytest.raises(CommandError, match="new or empty folder"):
-            call_command("export_qrels", str(study.pk), "--beir", str(taken), "--out", str(tmp_path / "q"), stdout=io.StringIO())
+            call_command(
+                "export_qrels", str(study.pk), "--beir", str(taken), "--out", str(tmp_path / "q"), stdout=io.StringIO()
+            )
         assert sorted(path.name for path in taken.iterdir()) == ["notes.txt"]
 
     def test_the_beir_folder_carries_pools(self, study, tmp_path):
@@ -147,7 +158,9 @@ def hand_metrics(qrels: dict[str, dict[str, int]], ranking: dict[str, list[str]]
         if not relevant:
             continue
         ranks = {passage: ranking[query].index(passage) + 1 for passage in relevant}
-        values = {f"recall@{k}": sum(rank <= k for rank in ranks.values()) / len(relevant) for k in (1, 3, 5, 10, 50, 100)}
+        values = {
+            f"recall@{k}": sum(rank <= k for rank in ranks.values()) / len(relevant) for k in (1, 3, 5, 10, 50, 100)
+        }
         values["mean_rank"] = min(ranks.values())
         values["mrr@10"] = 1 / min(ranks.values()) if min(ranks.values()) <= 10 else 0.0
         gains = [relevant.get(passage, 0) for passage in ranking[query][:10]]
@@ -178,8 +191,10 @@ def test_exported_qrels_round_trip_through_import_beir_and_evaluate_run(study, t
         query, _, passage, grade = line.split()
         qrels.setdefault(query, {})[passage] = int(grade)
     ranking: dict[str, list[str]] = {}
-    for query, passage in Hit.objects.filter(run_id=run_id).order_by("query_id", "rank").values_list(
-        "query__external_id", "passage__external_id"
+    for query, passage in (
+        Hit.objects.filter(run_id=run_id)
+        .order_by("query_id", "rank")
+        .values_list("query__external_id", "passage__external_id")
     ):
         ranking.setdefault(query, []).append(passage)
     assert all(len(passages) == len(PASSAGES) for passages in ranking.values())
@@ -219,4 +234,3 @@ class TestAPI:
     def test_unknown_study_is_404(self, client, db):
         client.force_login(make_user(staff=True))
         assert client.get("/api/studies/999999/qrels/").status_code == 404
-

@@ -3,6 +3,7 @@
 Most cases use one sentence whose word tokens are, with their character offsets:
 The 0-3, cat 4-7, sat 8-11, on 12-14, the 15-18, mat 19-22 (and "." at 22).
 """
+
 import itertools
 import re
 
@@ -144,7 +145,7 @@ def test_bow_f1_hand_worked():
 
 
 def test_bow_f1_counts_repeated_words_as_a_multiset():
-    """"the the the" against "the cat": overlap min(3, 1) = 1; P = 1/3, R = 1/2, F1 = 0.4."""
+    """ "the the the" against "the cat": overlap min(3, 1) = 1; P = 1/3, R = 1/2, F1 = 0.4."""
     assert bow_f1("the the the", "the cat") == pytest.approx(0.4)
 
 

@@ -1,14 +1,16 @@
 """The staff retrieval API: collections with their sizes, queries by collection, runs started
 through a worker queue and read back with their metrics, jobs that report progress and can be
 cancelled, and TREC exports of runs and qrels."""
+
 from datetime import timedelta
 
 import pytest
 from django.utils import timezone
 
+from jobs.models import Job
 from marginalia.celery import app as celery_app
 from retrieval.metrics import evaluate_run, trec_run_lines
-from retrieval.models import Hit, Job, Retriever, Run
+from retrieval.models import Hit, Retriever, Run
 from tests.factories import (
     api_client,
     make_annotator,
@@ -53,7 +55,11 @@ def test_collections_list_their_sizes(staff):
 
     sizes = ("documents", "passages", "queries", "qrels", "runs")
     assert {key: listed[collection.name][key] for key in sizes} == {
-        "documents": 1, "passages": 40, "queries": 3, "qrels": 3, "runs": 1
+        "documents": 1,
+        "passages": 40,
+        "queries": 3,
+        "qrels": 3,
+        "runs": 1,
     }
     assert (listed["empty"]["documents"], listed["empty"]["passages"], listed["empty"]["queries"]) == (0, 0, 0)
     detail = staff.get(f"/api/collections/{collection.pk}/").json()
@@ -72,7 +78,9 @@ def test_queries_are_filtered_by_collection_and_carry_their_context(staff):
     assert staff.get("/api/queries/?collection=abc").json()["results"] == []
 
 
-def test_a_run_started_through_the_api_is_queued_then_reported_with_metrics(staff, eager_worker, django_capture_on_commit_callbacks):
+def test_a_run_started_through_the_api_is_queued_then_reported_with_metrics(
+    staff, eager_worker, django_capture_on_commit_callbacks
+):
     collection = make_relic_collection(4)
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -166,18 +174,27 @@ def test_a_collection_exports_its_qrels_in_trec_format(staff):
 def test_the_openapi_schema_describes_the_retrieval_endpoints(staff):
     schema = staff.get("/api/schema/", HTTP_ACCEPT="application/vnd.oai.openapi+json").json()
 
-    for path in ("/api/collections/", "/api/collections/{id}/qrels/", "/api/queries/", "/api/runs/",
-                 "/api/runs/{id}/trec/", "/api/jobs/{id}/", "/api/jobs/{id}/cancel/"):
+    for path in (
+        "/api/collections/",
+        "/api/collections/{id}/qrels/",
+        "/api/queries/",
+        "/api/runs/",
+        "/api/runs/{id}/trec/",
+        "/api/jobs/{id}/",
+        "/api/jobs/{id}/cancel/",
+    ):
         assert path in schema["paths"]
     assert "post" in schema["paths"]["/api/runs/"]
 
 
 def test_listing_jobs_fails_a_running_job_whose_worker_went_silent(staff, settings):
     settings.MARGINALIA_STALE_JOB_MINUTES = 30
-    silent = Job.objects.create(kind="train", queue="gpu", status=Job.Status.RUNNING,
-                                heartbeat_at=timezone.now() - timedelta(minutes=31))
-    lively = Job.objects.create(kind="retrieve", queue="cpu", status=Job.Status.RUNNING,
-                                heartbeat_at=timezone.now() - timedelta(minutes=5))
+    silent = Job.objects.create(
+        kind="train", queue="gpu", status=Job.Status.RUNNING, heartbeat_at=timezone.now() - timedelta(minutes=31)
+    )
+    lively = Job.objects.create(
+        kind="retrieve", queue="cpu", status=Job.Status.RUNNING, heartbeat_at=timezone.now() - timedelta(minutes=5)
+    )
 
     statuses = {row["id"]: row["status"] for row in staff.get("/api/jobs/").json()["results"]}
 

@@ -1,4 +1,5 @@
 """BM25 is rank_bm25 0.2.2's BM25Okapi to the last bit (the RELiC baseline), only faster."""
+
 import numpy as np
 import pytest
 from hypothesis import given, settings
@@ -22,7 +23,12 @@ def reference_scores(corpus, queries, k1, b):
 
 
 @settings(max_examples=300, deadline=None)
-@given(corpus=DOCUMENTS, queries=QUERIES, k1=st.sampled_from([0.5, 1.2, 1.5, 2.0]), b=st.sampled_from([0.0, 0.5, 0.75, 0.9]))
+@given(
+    corpus=DOCUMENTS,
+    queries=QUERIES,
+    k1=st.sampled_from([0.5, 1.2, 1.5, 2.0]),
+    b=st.sampled_from([0.0, 0.5, 0.75, 0.9]),
+)
 def test_scores_equal_rank_bm25_bit_for_bit(corpus, queries, k1, b):
     ours = BM25Index(corpus, k1=k1, b=b).scores(queries)
     assert np.array_equal(ours, reference_scores(corpus, queries, k1, b))
@@ -67,8 +73,9 @@ def test_tokens_are_lowercased_runs_of_word_characters():
     assert tokenize("Élise ÉTAIT là") == ["élise", "était", "là"]
 
 
-@pytest.mark.parametrize("k1, b, field", [(0, 0.9, "k1"), (-1, 0.9, "k1"), (float("nan"), 0.9, "k1"),
-                                          (0.5, 1.5, "b"), (0.5, -0.1, "b")])
+@pytest.mark.parametrize(
+    "k1, b, field", [(0, 0.9, "k1"), (-1, 0.9, "k1"), (float("nan"), 0.9, "k1"), (0.5, 1.5, "b"), (0.5, -0.1, "b")]
+)
 def test_parameters_outside_bm25s_range_are_rejected_naming_the_field(k1, b, field):
     with pytest.raises(InputError) as error:
         BM25Scorer(k1, b)

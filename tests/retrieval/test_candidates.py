@@ -1,5 +1,6 @@
 """Candidate sets: a quote is ranked against its book's windows of the gold's length, a BIRCO
 query against its own pool, anything else against the whole collection."""
+
 import pytest
 
 from retrieval.models import Collection

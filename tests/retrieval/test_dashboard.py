@@ -1,12 +1,14 @@
 """The staff dashboard: what staff see (collections, recent runs with metrics, jobs with live
 progress), starting a run from its form, and who may see it at all."""
+
 import re
 
 import pytest
 from django.urls import reverse
 
+from jobs.models import Job
 from retrieval.metrics import evaluate_run
-from retrieval.models import Job, Run
+from retrieval.models import Run
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever
 from tests.factories import make_annotator, make_relic_collection
 
@@ -55,10 +57,20 @@ def test_the_form_starts_a_run_on_the_chosen_collection(staff_client, django_cap
     collection = make_relic_collection(1)
 
     with django_capture_on_commit_callbacks(execute=False) as sent:
-        response = staff_client.post(DASHBOARD, {
-            "collection": collection.pk, "retriever": "bm25", "k1": "1.2", "b": "0.75",
-            "context_left": "4", "context_right": "0", "depth": "50", "model": "",
-        }, follow=True)
+        response = staff_client.post(
+            DASHBOARD,
+            {
+                "collection": collection.pk,
+                "retriever": "bm25",
+                "k1": "1.2",
+                "b": "0.75",
+                "context_left": "4",
+                "context_right": "0",
+                "depth": "50",
+                "model": "",
+            },
+            follow=True,
+        )
 
     run = Run.objects.get()
     assert response.redirect_chain == [(DASHBOARD, 302)]
@@ -71,8 +83,18 @@ def test_the_form_starts_a_run_on_the_chosen_collection(staff_client, django_cap
 def test_a_bad_form_shows_the_error_beside_its_field_and_starts_nothing(staff_client):
     collection = make_relic_collection(1)
 
-    response = staff_client.post(DASHBOARD, {"collection": collection.pk, "retriever": "bm25", "k1": "-3", "b": "0.9",
-                                             "context_left": "4", "context_right": "4", "depth": "100"})
+    response = staff_client.post(
+        DASHBOARD,
+        {
+            "collection": collection.pk,
+            "retriever": "bm25",
+            "k1": "-3",
+            "b": "0.9",
+            "context_left": "4",
+            "context_right": "4",
+            "depth": "100",
+        },
+    )
 
     assert response.status_code == 400
     page = response.content.decode()

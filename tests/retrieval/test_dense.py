@@ -1,5 +1,6 @@
 """Dense scoring: the same numbers as calling sentence-transformers directly (dot products of its
 embeddings), asymmetric query/passage encoders, device and precision choice, offline loading."""
+
 import json
 
 import numpy as np
@@ -75,20 +76,26 @@ def test_dense_scores_are_dot_products_of_sentence_transformers_embeddings(refer
     assert scorer.mask_token == "[MASK]"
 
 
-def test_an_asymmetric_retriever_encodes_queries_and_passages_with_their_own_models(reference_model,
-                                                                                     other_model_folder):
+def test_an_asymmetric_retriever_encodes_queries_and_passages_with_their_own_models(
+    reference_model, other_model_folder
+):
     collection = make_collection()
     passages = make_text_passages(collection, TEXTS[:4])
-    retriever = Retriever(name="two towers", kind=Retriever.Kind.DENSE, model_path=default_model(),
-                          query_model_path=str(other_model_folder))
+    retriever = Retriever(
+        name="two towers",
+        kind=Retriever.Kind.DENSE,
+        model_path=default_model(),
+        query_model_path=str(other_model_folder),
+    )
 
     scores = DenseScorer(retriever).score(["a wife and a fortune"], passages)
 
     query_model = SentenceTransformer(str(other_model_folder), device="cpu", local_files_only=True)
     expected = query_model.encode(["a wife and a fortune"]) @ reference_model.encode(TEXTS[:4]).T
     np.testing.assert_allclose(scores, expected, atol=1e-4)
-    assert not np.allclose(scores, reference_model.encode(["a wife and a fortune"]) @ reference_model.encode(
-        TEXTS[:4]).T, atol=1e-3)
+    assert not np.allclose(
+        scores, reference_model.encode(["a wife and a fortune"]) @ reference_model.encode(TEXTS[:4]).T, atol=1e-3
+    )
 
 
 def test_the_retrieve_command_stores_dense_scores_equal_to_sentence_transformers(reference_model):
@@ -104,12 +111,16 @@ def test_the_retrieve_command_stores_dense_scores_equal_to_sentence_transformers
 
 
 @pytest.mark.data
+def read_jsonl(path) -> list[dict]:
+    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
 def test_scores_on_real_birco_pools_match_the_reference_recipe(shared_data, reference_model):
     folder = shared_data / "birco-relic-dev"
     require((folder / "pools.jsonl").exists(), f"{folder} has no pools.jsonl")
-    corpus = {row["_id"]: row["text"] for row in map(json.loads, open(folder / "corpus.jsonl"))}
-    queries = [json.loads(line) for line in open(folder / "queries.jsonl")][:1]
-    pools = {row["query-id"]: row["corpus-ids"] for row in map(json.loads, open(folder / "pools.jsonl"))}
+    corpus = {row["_id"]: row["text"] for row in read_jsonl(folder / "corpus.jsonl")}
+    queries = read_jsonl(folder / "queries.jsonl")[:1]
+    pools = {row["query-id"]: row["corpus-ids"] for row in read_jsonl(folder / "pools.jsonl")}
     collection = make_collection()
     scorer = DenseScorer(Retriever(name="minilm", kind=Retriever.Kind.DENSE))
     for query in queries:
@@ -130,13 +141,16 @@ def test_the_device_is_cpu_without_cuda_and_cuda_when_present(monkeypatch):
     assert pick_device() == "cuda"
 
 
-@pytest.mark.parametrize(("device", "bf16_supported", "training", "expected"), [
-    ("cpu", True, False, None),
-    ("cpu", True, True, None),
-    ("cuda", True, False, torch.float16),  # inference: fp16 keeps scores closest to float32
-    ("cuda", True, True, torch.bfloat16),  # training: bf16 needs no loss scaling
-    ("cuda", False, True, torch.float16),  # older GPUs: fp16 with a GradScaler
-])
+@pytest.mark.parametrize(
+    ("device", "bf16_supported", "training", "expected"),
+    [
+        ("cpu", True, False, None),
+        ("cpu", True, True, None),
+        ("cuda", True, False, torch.float16),  # inference: fp16 keeps scores closest to float32
+        ("cuda", True, True, torch.bfloat16),  # training: bf16 needs no loss scaling
+        ("cuda", False, True, torch.float16),  # older GPUs: fp16 with a GradScaler
+    ],
+)
 def test_mixed_precision_is_chosen_for_cuda_only(monkeypatch, device, bf16_supported, training, expected):
     monkeypatch.setattr(torch.cuda, "is_bf16_supported", lambda *args, **kwargs: bf16_supported)
 

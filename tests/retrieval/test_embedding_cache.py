@@ -1,5 +1,6 @@
 """The passage embedding cache: a collection is encoded once per model; a changed text or model
 is encoded again; files appear whole or not at all."""
+
 import shutil
 
 import numpy as np
@@ -12,9 +13,12 @@ from tests.factories import make_collection, make_text_passages
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]
 
-TEXTS = [f"Passage {n} tells of {topic}." for n, topic in enumerate(
-    ["whales", "a ball at Netherfield", "a river steamer", "green lights", "a naval officer", "a storm", "letters"]
-)]
+TEXTS = [
+    f"Passage {n} tells of {topic}."
+    for n, topic in enumerate(
+        ["whales", "a ball at Netherfield", "a river steamer", "green lights", "a naval officer", "a storm", "letters"]
+    )
+]
 
 
 @pytest.fixture
@@ -65,7 +69,7 @@ def test_a_changed_passage_text_is_encoded_again(encoded):
 
     scores = scorer().score(["a lighthouse"], passages)
 
-    assert encoded == TEXTS[:3] + ["An entirely new text about a lighthouse."]
+    assert encoded == [*TEXTS[:3], "An entirely new text about a lighthouse."]
     model = dense.load_model(default_model(), "cpu")
     expected = model.encode(["a lighthouse"]) @ model.encode([p.retrieval_text for p in passages]).T
     np.testing.assert_allclose(scores, expected, atol=1e-5)

@@ -1,4 +1,5 @@
 """import_beir: a BEIR-style folder becomes passages, queries, qrels and per-query pools."""
+
 import json
 
 import pytest
@@ -53,7 +54,8 @@ class TestImportBeir:
         import_beir(write_valid_folder(tmp_path / "small"), collection_name="small")
 
         assert list(Query.objects.order_by("ordinal").values_list("external_id", "text", "ordinal")) == [
-            ("q1", "what gives light", 0), ("q2", "what carries roads", 1)
+            ("q1", "what gives light", 0),
+            ("q2", "what carries roads", 1),
         ]
         qrels = {(q.query.external_id, q.passage.external_id): q.relevance for q in Qrel.objects.all()}
         assert qrels == {("q1", "d1"): 1, ("q1", "d2"): 0, ("q2", "d3"): 2}
@@ -104,8 +106,14 @@ def folder_without(name: str):
 
 BAD_FOLDERS = {
     # name: (write the folder, fragments the error must contain; {dir} is the folder)
-    "invalid-json-line": (folder_with_line("corpus.jsonl", 2, '{"_id": "d2", '), ["{dir}/corpus.jsonl:2:", "invalid JSON"]),
-    "line-not-an-object": (folder_with_line("queries.jsonl", 2, '["q2"]'), ["{dir}/queries.jsonl:2:", "expected a JSON object"]),
+    "invalid-json-line": (
+        folder_with_line("corpus.jsonl", 2, '{"_id": "d2", '),
+        ["{dir}/corpus.jsonl:2:", "invalid JSON"],
+    ),
+    "line-not-an-object": (
+        folder_with_line("queries.jsonl", 2, '["q2"]'),
+        ["{dir}/queries.jsonl:2:", "expected a JSON object"],
+    ),
     "missing-id": (
         changed_folder(queries=[QUERIES[0], {"text": "no id"}]),
         ["{dir}/queries.jsonl:2:", "field '_id'", "missing"],
@@ -139,7 +147,10 @@ BAD_FOLDERS = {
         changed_folder(qrels=[("q1", "d1", 1), ("q2", "d3", 1), ("q1", "d1", 2)]),
         ["{dir}/qrels.tsv:4:", "field 'score': conflicts with score 1 on line 2"],
     ),
-    "wrong-column-count": (folder_with_line("qrels.tsv", 2, "q1\td1"), ["{dir}/qrels.tsv:2:", "expected 3 tab-separated columns"]),
+    "wrong-column-count": (
+        folder_with_line("qrels.tsv", 2, "q1\td1"),
+        ["{dir}/qrels.tsv:2:", "expected 3 tab-separated columns"],
+    ),
     "pool-unknown-corpus-id": (
         changed_folder(pools={"q1": ["d1"], "q2": ["d3", "d7"]}),
         ["{dir}/pools.jsonl:2:", "field 'corpus-ids[1]': unknown corpus id 'd7'"],
@@ -165,7 +176,7 @@ def test_bad_input_names_the_problem_and_writes_nothing(tmp_path, case):
 
     for fragment in fragments:
         assert fragment.format(dir=folder) in str(failure.value)
-    assert retrieval_row_counts() == {name: 0 for name in retrieval_row_counts()}
+    assert retrieval_row_counts() == dict.fromkeys(retrieval_row_counts(), 0)
 
 
 @pytest.mark.django_db

@@ -1,8 +1,9 @@
 """import_book: a plain-text book becomes sentences and every 1..5-sentence window."""
+
 import pytest
 from django.core.management import CommandError, call_command
 
-from retrieval.jobs import JobCancelled
+from jobs.services import JobCancelled
 from retrieval.models import Collection, Passage, Sentence
 from retrieval.services.importers import import_book
 from retrieval.text import split_sentences, strip_gutenberg
@@ -57,7 +58,10 @@ class TestImportBook:
         collection = Collection.objects.get(name="lamp")
         document = collection.documents.get()
         assert (collection.kind, document.external_id, document.title, document.author) == (
-            "book", "the_lamp", "The Lamp", "A. Writer"
+            "book",
+            "the_lamp",
+            "The Lamp",
+            "A. Writer",
         )
         assert list(Sentence.objects.filter(document=document).values_list("index", "text")) == list(
             enumerate(SMALL_BOOK_SENTENCES)
@@ -96,7 +100,7 @@ class TestImportBook:
         with pytest.raises(JobCancelled):
             import_book(book_file, title="The Lamp", progress=cancel_once_writing)
 
-        assert retrieval_row_counts() == {name: 0 for name in retrieval_row_counts()}
+        assert retrieval_row_counts() == dict.fromkeys(retrieval_row_counts(), 0)
 
 
 def write_bytes(tmp_path, data: bytes):
@@ -107,11 +111,16 @@ def write_bytes(tmp_path, data: bytes):
 
 BAD_BOOKS = {
     # name: (make the file -> path, extra command arguments, fragments the error must contain)
-    "not-utf8": (lambda tmp: write_bytes(tmp, b"Fine.\n\nStill fine.\nBad \xff byte.\n"), [], ["{path}:4:", "not UTF-8"]),
+    "not-utf8": (
+        lambda tmp: write_bytes(tmp, b"Fine.\n\nStill fine.\nBad \xff byte.\n"),
+        [],
+        ["{path}:4:", "not UTF-8"],
+    ),
     "empty-file": (lambda tmp: write_bytes(tmp, b""), [], ["{path}: ", "empty"]),
     "no-sentences": (
         lambda tmp: write_bytes(
-            tmp, b"*** START OF THE PROJECT GUTENBERG EBOOK X ***\n\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\nLicence."
+            tmp,
+            b"*** START OF THE PROJECT GUTENBERG EBOOK X ***\n\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\nLicence.",
         ),
         [],
         ["{path}: ", "no sentences"],
@@ -150,7 +159,9 @@ def test_pride_and_prejudice(shared_data):
 
     summary = import_book(path, title="Pride and Prejudice", author="Jane Austen")
 
-    sentences = list(Sentence.objects.filter(document__collection__name="Pride and Prejudice").values_list("text", flat=True))
+    sentences = list(
+        Sentence.objects.filter(document__collection__name="Pride and Prejudice").values_list("text", flat=True)
+    )
     assert summary["sentences"] == len(sentences) > 5000
     assert summary["passages"] == {str(n): len(sentences) - n + 1 for n in range(1, 6)}
     assert Passage.objects.filter(collection__name="Pride and Prejudice").count() == sum(summary["passages"].values())

@@ -1,4 +1,5 @@
 """import_relic: RELiC JSON becomes books, candidate windows, one query per quote and its gold."""
+
 import pytest
 from django.core.management import CommandError, call_command
 
@@ -50,7 +51,8 @@ class TestImportRelic:
         collection = Collection.objects.get(name="relic")
         assert collection.kind == "relic"
         assert list(collection.documents.values_list("external_id", "title", "ordinal")) == [
-            ("the_lamp", "the_lamp", 0), ("the_river", "the_river", 1)
+            ("the_lamp", "the_lamp", 0),
+            ("the_river", "the_river", 1),
         ]
         river = list(Sentence.objects.filter(document__external_id="the_river").values_list("index", "text"))
         assert river == list(enumerate(RIVER))
@@ -64,7 +66,9 @@ class TestImportRelic:
         assert lamp.count() == sum(len(LAMP) - n + 1 for n in range(1, 6))
         window = lamp.get(start=3, length=2)
         assert (window.external_id, window.text) == ("the_lamp:3:2", "She waited. Morning came.")
-        ordinals = list(Passage.objects.filter(collection__name="relic").order_by("ordinal").values_list("ordinal", flat=True))
+        ordinals = list(
+            Passage.objects.filter(collection__name="relic").order_by("ordinal").values_list("ordinal", flat=True)
+        )
         assert ordinals == list(range(len(ordinals)))
 
     def test_each_quote_is_a_query_with_its_context_and_gold(self, relic_file):
@@ -76,7 +80,9 @@ class TestImportRelic:
         assert (query.document.external_id, query.quote_length, query.split) == ("the_lamp", 1, "dev")
         assert [(q.passage.external_id, q.relevance) for q in query.qrels.all()] == [("the_lamp:1:1", 1)]
         assert {q.query.external_id: q.passage.external_id for q in Qrel.objects.all()} == {
-            "q1": "the_lamp:1:1", "q2": "the_lamp:3:2", "q3": "the_river:3:1"
+            "q1": "the_lamp:1:1",
+            "q2": "the_lamp:3:2",
+            "q3": "the_river:3:1",
         }
         assert list(Query.objects.order_by("ordinal").values_list("external_id", flat=True)) == ["q1", "q2", "q3"]
 
@@ -163,7 +169,7 @@ def test_bad_input_names_the_problem_and_writes_nothing(tmp_path, case):
 
     for fragment in fragments:
         assert fragment.format(path=path) in str(failure.value)
-    assert retrieval_row_counts() == before == {name: 0 for name in before}
+    assert retrieval_row_counts() == before == dict.fromkeys(before, 0)
 
 
 @pytest.mark.django_db

@@ -1,5 +1,6 @@
 """Retrieval metrics: recall@k, mean rank, MRR@10 and nDCG@10 agree with trec_eval (pytrec_eval);
 N-RODCG follows the Plot Retrieval paper's definition; every mean comes with its standard error."""
+
 import math
 
 import numpy as np
@@ -10,8 +11,21 @@ from hypothesis import strategies as st
 
 from retrieval.errors import InputError
 from retrieval.metrics import (
-    METRICS, CandidatePositions, Located, QueryOutcome, best_rank, evaluate_run, n_rodcg_at, ndcg_at, position,
-    recall_at, reciprocal_rank_at, rodcg_gain, standard_error, summarize, trec_run_lines,
+    METRICS,
+    CandidatePositions,
+    Located,
+    QueryOutcome,
+    best_rank,
+    evaluate_run,
+    n_rodcg_at,
+    ndcg_at,
+    position,
+    recall_at,
+    reciprocal_rank_at,
+    rodcg_gain,
+    standard_error,
+    summarize,
+    trec_run_lines,
 )
 from retrieval.models import Collection, Run
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever
@@ -83,8 +97,11 @@ def test_n_rodcg_on_a_hand_worked_ranking():
 
 
 def test_n_rodcg_takes_the_nearest_gold_and_ignores_other_books():
-    windows = [Located(pk=100 * book + start, document_id=book, position=float(start))
-               for book in (1, 2) for start in range(20)]
+    windows = [
+        Located(pk=100 * book + start, document_id=book, position=float(start))
+        for book in (1, 2)
+        for start in range(20)
+    ]
     golds = [Located(pk=103, document_id=1, position=3.0), Located(pk=109, document_id=1, position=9.0)]
     gains = CandidatePositions(windows).gains(golds)
     assert gains[106] == 1 / 4  # three from both golds
@@ -101,12 +118,14 @@ def test_without_positions_only_the_gold_passages_themselves_earn():
 
 # --- against trec_eval ------------------------------------------------------------------------------
 
-RANDOM_QUERY = st.fixed_dictionaries({
-    "candidates": st.integers(1, 150),
-    "relevances": st.lists(st.integers(0, 3), min_size=1, max_size=6),
-    "seed": st.integers(0, 2**32 - 1),
-    "outside": st.integers(0, 2),
-})
+RANDOM_QUERY = st.fixed_dictionaries(
+    {
+        "candidates": st.integers(1, 150),
+        "relevances": st.lists(st.integers(0, 3), min_size=1, max_size=6),
+        "seed": st.integers(0, 2**32 - 1),
+        "outside": st.integers(0, 2),
+    }
+)
 
 
 def random_query(spec):
@@ -166,10 +185,18 @@ def test_metrics_equal_trec_eval_on_random_runs(specs):
 # --- a stored run ------------------------------------------------------------------------------------
 
 SENTENCES = [
-    "Netherfield Park is let at last.", "Bingley is single and rich.", "Darcy refuses to dance.",
-    "Elizabeth overhears the insult.", "Jane falls ill at Netherfield.", "Elizabeth walks through the mud.",
-    "Collins proposes to Elizabeth.", "Charlotte accepts Collins.", "Wickham slanders Darcy.",
-    "Darcy proposes badly at Hunsford.", "Elizabeth reads the letter.", "Pemberley is beautiful.",
+    "Netherfield Park is let at last.",
+    "Bingley is single and rich.",
+    "Darcy refuses to dance.",
+    "Elizabeth overhears the insult.",
+    "Jane falls ill at Netherfield.",
+    "Elizabeth walks through the mud.",
+    "Collins proposes to Elizabeth.",
+    "Charlotte accepts Collins.",
+    "Wickham slanders Darcy.",
+    "Darcy proposes badly at Hunsford.",
+    "Elizabeth reads the letter.",
+    "Pemberley is beautiful.",
 ]
 
 
@@ -184,8 +211,9 @@ def test_evaluate_run_reports_every_metric_overall_and_by_quote_length():
         ("Darcy's first proposal at Hunsford, and the letter.", "pp:9:2", 2),
     ]
     for number, (context, gold, length) in enumerate(quotes):
-        query = make_text_query(collection, "", f"quote{number}", document=book, quote_length=length,
-                                left_context=[context])
+        query = make_text_query(
+            collection, "", f"quote{number}", document=book, quote_length=length, left_context=[context]
+        )
         add_qrels(query, {windows[gold]: 1})
     make_text_query(collection, "", "unjudged", document=book, quote_length=1, left_context=["Pemberley."])
     run = execute_run(create_run(collection, get_or_create_retriever("bm25"), depth=3))
@@ -224,7 +252,8 @@ def test_n_rodcg_of_a_stored_run_credits_neighbouring_windows():
     gains = [1 / (abs(start - 5) + 1) if abs(start - 5) < 5 else 0 for start in top]
     ideal = [1, 1 / 2, 1 / 2, 1 / 3, 1 / 3, 1 / 4, 1 / 4, 1 / 5, 1 / 5]
     expected = sum(g / math.log2(r + 1) for r, g in enumerate(gains, 1)) / sum(
-        g / math.log2(r + 1) for r, g in enumerate(ideal, 1))
+        g / math.log2(r + 1) for r, g in enumerate(ideal, 1)
+    )
     assert report["metrics"]["n_rodcg@10"] == pytest.approx(expected)
 
 
@@ -254,9 +283,12 @@ def test_trec_lines_print_scores_exactly_in_query_and_rank_order():
     lines = list(trec_run_lines(run))
 
     assert [line.split()[0] for line in lines] == ["second", "second", "first", "first"]
-    stored = {(hit.query.external_id, hit.passage.external_id): hit.score for hit in run.hits.select_related("query", "passage")}
+    stored = {
+        (hit.query.external_id, hit.passage.external_id): hit.score
+        for hit in run.hits.select_related("query", "passage")
+    }
     for line in lines:
-        qid, _, docid, rank, score, tag = line.split()
+        qid, _, docid, _rank, score, tag = line.split()
         assert float(score) == stored[(qid, docid)] and tag == run.tag
 
 

@@ -1,6 +1,7 @@
 """Real data end to end: Pride and Prejudice as a book collection, BIRCO's RELiC dev split with
 its per-query pools, BM25 runs over both, and the metrics against the independent reference
 computation in ../shared/checks/reference.py (rank_bm25 plus plain-Python metrics)."""
+
 import importlib.util
 
 import numpy as np
@@ -27,8 +28,9 @@ def load_reference(shared_data):
 
 
 def test_pride_and_prejudice_windows_rank_exactly_like_rank_bm25(shared_data):
-    summary = import_book(shared_data / "gutenberg" / "pride_and_prejudice.txt", title="Pride and Prejudice",
-                          author="Jane Austen")
+    summary = import_book(
+        shared_data / "gutenberg" / "pride_and_prejudice.txt", title="Pride and Prejudice", author="Jane Austen"
+    )
     collection = Collection.objects.get(name=summary["collection"])
     book = collection.documents.get()
     sentences = summary["sentences"]
@@ -40,8 +42,12 @@ def test_pride_and_prejudice_windows_rank_exactly_like_rank_bm25(shared_data):
     texts = list(book.sentences.order_by("index").values_list("text", flat=True))
     gold_start = sentences // 2
     query = Query.objects.create(
-        collection=collection, external_id="middle", document=book, quote_length=1,
-        left_context=texts[gold_start - 4:gold_start], right_context=texts[gold_start + 1:gold_start + 5],
+        collection=collection,
+        external_id="middle",
+        document=book,
+        quote_length=1,
+        left_context=texts[gold_start - 4 : gold_start],
+        right_context=texts[gold_start + 1 : gold_start + 5],
     )
     gold = collection.passages.get(document=book, length=1, start=gold_start)
     Qrel.objects.create(query=query, passage=gold, relevance=1)
@@ -50,7 +56,7 @@ def test_pride_and_prejudice_windows_rank_exactly_like_rank_bm25(shared_data):
 
     windows = list(collection.passages.filter(length=1).order_by("start").values_list("pk", "text"))
     reference = BM25Okapi([tokenize(text) for _, text in windows], k1=0.5, b=0.9).get_scores(
-        tokenize(" ".join(texts[gold_start - 4:gold_start] + texts[gold_start + 1:gold_start + 5]))
+        tokenize(" ".join(texts[gold_start - 4 : gold_start] + texts[gold_start + 1 : gold_start + 5]))
     )
     order = sorted(range(len(windows)), key=lambda index: (-reference[index], index))
     hits = list(run.hits.order_by("rank").values_list("passage_id", "score"))

@@ -1,5 +1,6 @@
 """Runs: every query ranked against its candidate set, by descending score with ties in candidate
 order, the top `depth` hits stored, and the gold's rank kept exactly even beyond the depth."""
+
 import io
 from types import SimpleNamespace
 
@@ -10,16 +11,27 @@ from hypothesis import given
 from hypothesis import strategies as st
 from rank_bm25 import BM25Okapi
 
-from retrieval import jobs
+from jobs import progress as job_progress_module
 from retrieval.bm25 import tokenize
 from retrieval.errors import InputError
 from retrieval.models import Collection, Hit, Retriever, Run, RunQuery
 from retrieval.services import runs
 from retrieval.services.runs import (
-    create_run, execute_run, get_or_create_retriever, parse_context, rank_of, ranking,
+    create_run,
+    execute_run,
+    get_or_create_retriever,
+    parse_context,
+    rank_of,
+    ranking,
 )
 from tests.factories import (
-    add_pool, add_qrels, call_json_command, make_book, make_collection, make_text_passages, make_text_query,
+    add_pool,
+    add_qrels,
+    call_json_command,
+    make_book,
+    make_collection,
+    make_text_passages,
+    make_text_query,
 )
 
 TEXTS = [
@@ -87,11 +99,19 @@ def test_equal_scores_keep_import_order_and_pool_order():
 @pytest.mark.django_db
 def test_quotes_use_the_runs_context_size_and_their_books_windows_only():
     collection = make_collection(kind=Collection.Kind.RELIC)
-    sentences = ["Netherfield was let at last.", "Bingley came with his sisters.", "Darcy was proud.",
-                 "Elizabeth laughed at him.", "Mud covered her petticoat."]
+    sentences = [
+        "Netherfield was let at last.",
+        "Bingley came with his sisters.",
+        "Darcy was proud.",
+        "Elizabeth laughed at him.",
+        "Mud covered her petticoat.",
+    ]
     book = make_book(collection, sentences, lengths=(1, 2), external_id="pp")
     query = make_text_query(
-        collection, "", document=book, quote_length=1,
+        collection,
+        "",
+        document=book,
+        quote_length=1,
         left_context=["Far left mentions mud.", "Near left mentions Darcy."],
         right_context=["Near right mentions Bingley.", "Far right mentions Netherfield."],
     )
@@ -110,7 +130,9 @@ def three_pools():
     collection = make_collection()
     passages = make_text_passages(collection, TEXTS)
     for number in range(3):
-        add_pool(make_text_query(collection, f"Elizabeth {number}", external_id=f"q{number}"), passages[number:number + 3])
+        add_pool(
+            make_text_query(collection, f"Elizabeth {number}", external_id=f"q{number}"), passages[number : number + 3]
+        )
     return collection
 
 
@@ -124,7 +146,8 @@ def test_progress_is_reported_per_candidate_set_and_ends_at_one(monkeypatch):
 
     set_starts = [(fraction, message) for fraction, message in reports if message.startswith("set ")]
     assert [(round(f, 6), m) for f, m in set_starts] == [
-        (0.0, "set 1/3 (pool of query q0)"), (round(1 / 3, 6), "set 2/3 (pool of query q1)"),
+        (0.0, "set 1/3 (pool of query q0)"),
+        (round(1 / 3, 6), "set 2/3 (pool of query q1)"),
         (round(2 / 3, 6), "set 3/3 (pool of query q2)"),
     ]
     assert reports[-1][0] == 1.0
@@ -135,7 +158,7 @@ def test_progress_is_reported_per_candidate_set_and_ends_at_one(monkeypatch):
 def test_progress_reports_are_throttled_to_spare_the_job_row(monkeypatch):
     """Each report to a Job is a database write: within one second only the first report and
     the final one pass (the clock stands still here)."""
-    monkeypatch.setattr(jobs, "time", SimpleNamespace(monotonic=lambda: 1000.0))
+    monkeypatch.setattr(job_progress_module, "time", SimpleNamespace(monotonic=lambda: 1000.0))
     collection = three_pools()
     reports = []
 
@@ -257,12 +280,15 @@ def test_retrieve_evaluate_and_export_commands():
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize("arguments, field", [
-    (["--collection", "austen", "--context", "4"], "context"),
-    (["--collection", "austen", "--context", "a/b"], "context"),
-    (["--collection", "nowhere"], "collection"),
-    (["--collection", "austen", "--k1", "-1"], "k1"),
-])
+@pytest.mark.parametrize(
+    "arguments, field",
+    [
+        (["--collection", "austen", "--context", "4"], "context"),
+        (["--collection", "austen", "--context", "a/b"], "context"),
+        (["--collection", "nowhere"], "collection"),
+        (["--collection", "austen", "--k1", "-1"], "k1"),
+    ],
+)
 def test_retrieve_rejects_bad_input_in_one_line_naming_the_field(arguments, field):
     make_collection("austen")
     with pytest.raises(CommandError) as error:

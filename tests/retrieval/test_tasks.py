@@ -1,25 +1,33 @@
 """Celery tasks: BM25 runs go to the CPU queue and dense runs to the GPU queue, and a task's Job
 records how the work went (progress, result, or the error)."""
+
 import pytest
 
+from jobs.models import Job
+from jobs.services import execute
+from jobs.tasks import ping
 from marginalia.celery import app
 from retrieval import tasks
-from retrieval.jobs import execute
-from retrieval.models import Job, Run
+from retrieval.models import Run
 from retrieval.services import runs
 from retrieval.services.runs import get_or_create_retriever, start_run_async
 from tests.factories import add_qrels, call_json_command, make_collection, make_text_passages, make_text_query
 
 
-@pytest.mark.parametrize("task, queue", [
-    (tasks.run_bm25, "cpu"), (tasks.run_dense, "gpu"), (tasks.ping, "cpu"),
-])
+@pytest.mark.parametrize(
+    "task, queue",
+    [
+        (tasks.run_bm25, "cpu"),
+        (tasks.run_dense, "gpu"),
+        (ping, "cpu"),
+    ],
+)
 def test_tasks_are_routed_to_their_queue_by_name(task, queue):
     assert app.amqp.router.route({}, task.name)["queue"].name == queue
 
 
 def test_ping_answers():
-    assert tasks.ping.apply().get() == "pong"
+    assert ping.apply().get() == "pong"
 
 
 @pytest.fixture

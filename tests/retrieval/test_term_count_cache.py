@@ -1,6 +1,7 @@
 """A candidate set is tokenised once: its term counts are cached by content, so reruns with other
 k1, b or context, and the first run after an import, only load them — with the same scores to
 the last bit."""
+
 import numpy as np
 import pytest
 from django.core.management import call_command
@@ -64,8 +65,11 @@ def test_without_a_folder_nothing_is_cached(tmp_path, monkeypatch):
 def test_an_import_counts_each_candidate_set_so_the_first_run_only_loads(tmp_path, monkeypatch):
     folder = write_beir_folder(
         tmp_path / "beir",
-        corpus=[{"_id": "p1", "text": "Darcy proposes"}, {"_id": "p2", "text": "Elizabeth refuses"},
-                {"_id": "p3", "text": "Rain falls"}],
+        corpus=[
+            {"_id": "p1", "text": "Darcy proposes"},
+            {"_id": "p2", "text": "Elizabeth refuses"},
+            {"_id": "p3", "text": "Rain falls"},
+        ],
         queries=[{"_id": "q1", "text": "Darcy proposes"}, {"_id": "q2", "text": "rain"}],
         qrels=[("q1", "p1", 1), ("q2", "p3", 1)],
         pools={"q1": ["p1", "p2"], "q2": ["p2", "p3"]},

@@ -1,4 +1,5 @@
 """Book text: Gutenberg clean-up, RELiC's sentence boundaries, window counts."""
+
 import pytest
 
 from retrieval.text import paragraphs, sentence_pipeline, split_sentences, strip_gutenberg, window_counts
@@ -34,11 +35,17 @@ class TestStripGutenberg:
         assert strip_gutenberg(GUTENBERG_BOOK).strip() == "Chapter 1\n\nThe cat sat on the mat."
 
     def test_the_start_marker_may_say_the_instead_of_this(self):
-        text = "Header\n*** START OF THE PROJECT GUTENBERG EBOOK X ***\nBody.\n*** END OF THE PROJECT GUTENBERG EBOOK X ***\nLicence"
+        text = (
+            "Header\n*** START OF THE PROJECT GUTENBERG EBOOK X ***\nBody.\n"
+            "*** END OF THE PROJECT GUTENBERG EBOOK X ***\nLicence"
+        )
         assert strip_gutenberg(text).strip() == "Body."
 
     def test_the_old_end_line_alone_ends_the_work(self):
-        text = "*** START OF THIS PROJECT GUTENBERG EBOOK X ***\nBody.\n\nEnd of Project Gutenberg's X, by Y\nLicence text."
+        text = (
+            "*** START OF THIS PROJECT GUTENBERG EBOOK X ***\nBody.\n\n"
+            "End of Project Gutenberg's X, by Y\nLicence text."
+        )
         assert strip_gutenberg(text).strip() == "Body."
 
     def test_text_without_markers_is_unchanged_apart_from_the_bom(self):
@@ -79,8 +86,18 @@ class TestSplitSentences:
             ("Why not? “Because.” Then silence.", ["Why not?", "“Because.”", "Then silence."]),
             ("Mr. Darcy bowed. Mrs. Bennet smiled.", ["Mr. Darcy bowed.", "Mrs. Bennet smiled."]),
         ],
-        ids=["period", "question-exclamation", "ellipsis-dots", "ellipsis-char", "colon", "semicolon",
-             "closing-quote", "opening-quote", "curly-quotes", "titles"],
+        ids=[
+            "period",
+            "question-exclamation",
+            "ellipsis-dots",
+            "ellipsis-char",
+            "colon",
+            "semicolon",
+            "closing-quote",
+            "opening-quote",
+            "curly-quotes",
+            "titles",
+        ],
     )
     def test_boundaries(self, text, sentences):
         assert split_sentences(text) == sentences

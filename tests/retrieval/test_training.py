@@ -1,6 +1,7 @@
 """Training dense retrievers: RELiC's contrastive recipe (in-batch negatives, every batch from one
 book, early stopping on validation loss), artifacts that appear only when complete, and a
 registered retriever that `retrieve` can use."""
+
 import random
 import re
 from pathlib import Path
@@ -9,13 +10,18 @@ import numpy as np
 import pytest
 import torch
 
+from retrieval import training
 from retrieval.dense import DenseScorer, default_model, load_model
 from retrieval.errors import InputError
 from retrieval.models import Collection, Query, Retriever
 from retrieval.scoring import query_text
-from retrieval import training
 from retrieval.training import (
-    TrainingPair, collection_pairs, contrastive_loss, same_group_batches, split_validation, train_retriever,
+    TrainingPair,
+    collection_pairs,
+    contrastive_loss,
+    same_group_batches,
+    split_validation,
+    train_retriever,
 )
 from tests.factories import call_json_command, make_code_word_collection
 
@@ -54,13 +60,19 @@ def test_training_stops_after_patience_epochs_without_improvement_and_keeps_the_
     pairs = [TrainingPair(f"code {n}", f"topic {n}", group="book") for n in range(4)]  # one batch per epoch
     # Validation loss before training, then after epochs 1, 2, 3, ...: epoch 2 is the best.
     script, evaluations, saved_after_epoch = [3.0, 1.0, 0.8, 0.9, 0.95, 0.1], [], []
-    monkeypatch.setattr(training, "_validation_loss", lambda *args: evaluations.append(1) or script[len(evaluations) - 1])
+    monkeypatch.setattr(
+        training, "_validation_loss", lambda *args: evaluations.append(1) or script[len(evaluations) - 1]
+    )
     save = training._Encoders.save
-    monkeypatch.setattr(training._Encoders, "save", lambda self, folder: (
-        saved_after_epoch.append(len(evaluations) - 1), save(self, folder))[1])
+    monkeypatch.setattr(
+        training._Encoders,
+        "save",
+        lambda self, folder: (saved_after_epoch.append(len(evaluations) - 1), save(self, folder))[1],
+    )
 
-    summary = train_retriever(collection, name="patient", epochs=6, patience=2, batch_size=4, pairs=pairs,
-                              validation_pairs=pairs)
+    summary = train_retriever(
+        collection, name="patient", epochs=6, patience=2, batch_size=4, pairs=pairs, validation_pairs=pairs
+    )
 
     assert [epoch["validation_loss"] for epoch in summary["history"]] == [1.0, 0.8, 0.9, 0.95]
     assert summary["best_validation_loss"] == 0.8 and summary["initial_validation_loss"] == 3.0
@@ -85,8 +97,13 @@ def test_progress_reports_step_loss_and_eta():
     collection = make_code_word_collection()
     messages = []
 
-    train_retriever(collection, name="chatty", max_steps=3, progress=lambda fraction, message: messages.append(
-        (fraction, message)), **FAST)
+    train_retriever(
+        collection,
+        name="chatty",
+        max_steps=3,
+        progress=lambda fraction, message: messages.append((fraction, message)),
+        **FAST,
+    )
 
     steps = [message for _, message in messages if message.startswith("step ")]
     assert steps and all(re.fullmatch(r"step \d+/3 loss \d+\.\d{3} eta \d+s", message) for message in steps)
@@ -97,7 +114,8 @@ def test_progress_reports_step_loss_and_eta():
 def test_every_batch_comes_from_one_book_and_never_repeats_a_query_or_positive():
     pairs = [
         TrainingPair(f"query {book}-{number % 5}", f"passage {book}-{number % 7}", group=f"book {book}")
-        for book in range(3) for number in range(20)
+        for book in range(3)
+        for number in range(20)
     ]
 
     batches = same_group_batches(pairs, 4, random.Random(1))
@@ -151,12 +169,15 @@ def test_held_out_validation_keeps_all_pairs_of_a_query_together():
     assert not {pair.query_text for pair in train} & {pair.query_text for pair in validation}
 
 
-@pytest.mark.parametrize(("settings_", "field"), [
-    ({"batch_size": 1}, "batch_size"),
-    ({"learning_rate": 0}, "learning_rate"),
-    ({"epochs": 0}, "epochs"),
-    ({"name": " "}, "name"),
-])
+@pytest.mark.parametrize(
+    ("settings_", "field"),
+    [
+        ({"batch_size": 1}, "batch_size"),
+        ({"learning_rate": 0}, "learning_rate"),
+        ({"epochs": 0}, "epochs"),
+        ({"name": " "}, "name"),
+    ],
+)
 def test_bad_settings_are_refused_before_anything_is_written(settings_, field, data_dir):
     collection = make_code_word_collection()
 
@@ -182,8 +203,19 @@ def test_a_taken_name_and_a_collection_without_training_queries_are_refused(data
 def test_the_command_trains_and_retrieve_can_use_the_result_by_name_or_id():
     collection = make_code_word_collection()
 
-    summary = call_json_command("train_retriever", "--collection", collection.name, "--name", "cmd-trained",
-                                "--batch-size", 6, "--max-steps", 2, "--context", "1/1")
+    summary = call_json_command(
+        "train_retriever",
+        "--collection",
+        collection.name,
+        "--name",
+        "cmd-trained",
+        "--batch-size",
+        6,
+        "--max-steps",
+        2,
+        "--context",
+        "1/1",
+    )
 
     assert {"retriever_id", "name", "model_path", "steps", "best_validation_loss"} <= set(summary)
     assert summary["context_left"] == 1 and summary["steps"] == 2

@@ -2,13 +2,15 @@
 `POST /api/retrievers/train/` share one serializer, queue a "train" job on the "gpu" queue (shown
 with its live progress among the dashboard's jobs), refuse bad input beside its field without
 queueing anything, and list the registered retrievers so a trained one can be used by name."""
+
 import inspect
 import re
 
 import pytest
 
+from jobs.models import Job
 from marginalia.celery import app as celery_app
-from retrieval.models import Job, Retriever
+from retrieval.models import Retriever
 from retrieval.serializers import TrainingRequestSerializer, request_defaults
 from retrieval.services.runs import get_or_create_retriever
 from tests.factories import (
@@ -46,9 +48,21 @@ def staff_api(staff_user):
 def form_fields(collection, **changes) -> dict:
     """What a staff member sends from the dashboard's training form: a ticked checkbox sends "on",
     an unticked one (None here) nothing."""
-    fields = {"collection": collection.pk, "name": "code words v1", "base_model": "", "batch_size": "8",
-              "learning_rate": "0.0001", "epochs": "3", "patience": "2", "context_left": "2", "context_right": "1",
-              "max_steps": "5", "seed": "3", "asymmetric": "on", **changes}
+    fields = {
+        "collection": collection.pk,
+        "name": "code words v1",
+        "base_model": "",
+        "batch_size": "8",
+        "learning_rate": "0.0001",
+        "epochs": "3",
+        "patience": "2",
+        "context_left": "2",
+        "context_right": "1",
+        "max_steps": "5",
+        "seed": "3",
+        "asymmetric": "on",
+        **changes,
+    }
     return {name: value for name, value in fields.items() if value is not None}
 
 
@@ -61,7 +75,8 @@ def error_beside(page: str, field: str) -> str:
 
 
 def test_staff_queue_a_training_from_the_dashboard_and_see_it_among_the_jobs(
-        staff_client, staff_user, django_capture_on_commit_callbacks):
+    staff_client, staff_user, django_capture_on_commit_callbacks
+):
     collection = make_code_word_collection("code words")
 
     with django_capture_on_commit_callbacks(execute=False) as sent:
@@ -69,11 +84,26 @@ def test_staff_queue_a_training_from_the_dashboard_and_see_it_among_the_jobs(
 
     job = Job.objects.get()
     assert response.redirect_chain == [(f"{DASHBOARD}#jobs", 302)]
-    assert (job.kind, job.queue, job.status, job.created_by, len(sent)) == ("train", "gpu", Job.Status.PENDING, staff_user, 1)
+    assert (job.kind, job.queue, job.status, job.created_by, len(sent)) == (
+        "train",
+        "gpu",
+        Job.Status.PENDING,
+        staff_user,
+        1,
+    )
     assert job.parameters == {
-        "collection": "code words", "name": "code words v1", "base_model": None, "batch_size": 8,
-        "learning_rate": 0.0001, "epochs": 3, "patience": 2, "asymmetric": True, "max_steps": 5, "seed": 3,
-        "context_left": 2, "context_right": 1,
+        "collection": "code words",
+        "name": "code words v1",
+        "base_model": None,
+        "batch_size": 8,
+        "learning_rate": 0.0001,
+        "epochs": 3,
+        "patience": 2,
+        "asymmetric": True,
+        "max_steps": 5,
+        "seed": 3,
+        "context_left": 2,
+        "context_right": 1,
     }
     page = response.content.decode()
     assert f"Training of “code words v1” queued as job {job.pk} on the gpu queue" in page
@@ -83,8 +113,14 @@ def test_staff_queue_a_training_from_the_dashboard_and_see_it_among_the_jobs(
 
 
 def test_a_running_training_shows_its_step_loss_and_eta_in_the_jobs_table(staff_client):
-    job = Job.objects.create(kind="train", queue="gpu", status=Job.Status.RUNNING, progress=0.25,
-                             message="step 5/20 loss 1.234 eta 42s", parameters={"name": "v2", "collection": "c"})
+    job = Job.objects.create(
+        kind="train",
+        queue="gpu",
+        status=Job.Status.RUNNING,
+        progress=0.25,
+        message="step 5/20 loss 1.234 eta 42s",
+        parameters={"name": "v2", "collection": "c"},
+    )
 
     page = staff_client.get(DASHBOARD).content.decode()
 
@@ -110,16 +146,24 @@ def test_the_form_starts_from_the_training_defaults(staff_client):
     assert '<option value="">bundled MiniLM (all-MiniLM-L6-v2)</option>' in form
 
 
-@pytest.mark.parametrize(("changes", "field", "message"), [
-    ({"batch_size": "1"}, "batch_size", "must be at least 2 (in-batch negatives), got 1"),
-    ({"learning_rate": "fast"}, "learning_rate", "A valid number is required."),
-    ({"epochs": "0"}, "epochs", "must be at least 1, got 0"),
-    ({"context_left": "-1"}, "context_left", "Ensure this value is greater than or equal to 0."),
-    ({"name": ""}, "name", "This field may not be blank."),
-    ({"base_model": "two towers"}, "base_model", "retriever &#x27;two towers&#x27; has separate query and passage encoders"),
-])
+@pytest.mark.parametrize(
+    ("changes", "field", "message"),
+    [
+        ({"batch_size": "1"}, "batch_size", "must be at least 2 (in-batch negatives), got 1"),
+        ({"learning_rate": "fast"}, "learning_rate", "A valid number is required."),
+        ({"epochs": "0"}, "epochs", "must be at least 1, got 0"),
+        ({"context_left": "-1"}, "context_left", "Ensure this value is greater than or equal to 0."),
+        ({"name": ""}, "name", "This field may not be blank."),
+        (
+            {"base_model": "two towers"},
+            "base_model",
+            "retriever &#x27;two towers&#x27; has separate query and passage encoders",
+        ),
+    ],
+)
 def test_bad_input_is_shown_beside_its_field_and_queues_nothing(
-        staff_client, django_capture_on_commit_callbacks, changes, field, message):
+    staff_client, django_capture_on_commit_callbacks, changes, field, message
+):
     collection = make_code_word_collection()
     Retriever.objects.create(name="two towers", kind="dense", model_path="/models/p", query_model_path="/models/q")
 
@@ -135,7 +179,8 @@ def test_bad_input_is_shown_beside_its_field_and_queues_nothing(
 
 
 def test_a_taken_name_and_a_collection_without_training_queries_are_refused_before_queueing(
-        staff_client, django_capture_on_commit_callbacks):
+    staff_client, django_capture_on_commit_callbacks
+):
     collection = make_code_word_collection()
     Retriever.objects.create(name="taken", kind="dense")
     untrainable = make_relic_collection(2)  # its queries have no "train" split
@@ -146,7 +191,8 @@ def test_a_taken_name_and_a_collection_without_training_queries_are_refused_befo
 
     assert error_beside(taken.content.decode(), "name") == "a retriever named &#x27;taken&#x27; already exists"
     assert error_beside(untrained.content.decode(), "collection").startswith(
-        f"no training pairs: collection &#x27;{untrainable.name}&#x27; needs queries in split &#x27;train&#x27;")
+        f"no training pairs: collection &#x27;{untrainable.name}&#x27; needs queries in split &#x27;train&#x27;"
+    )
     assert (Job.objects.count(), len(sent)) == (0, 0)
 
 
@@ -157,8 +203,9 @@ def test_a_training_can_continue_a_trained_retriever(staff_client, django_captur
 
     page = staff_client.get(DASHBOARD).content.decode()
     with django_capture_on_commit_callbacks(execute=False):
-        staff_client.post(TRAIN_FORM, form_fields(collection, name="code words v2", base_model="code words v1",
-                                                  asymmetric=None))
+        staff_client.post(
+            TRAIN_FORM, form_fields(collection, name="code words v2", base_model="code words v1", asymmetric=None)
+        )
 
     form = re.search(r'<form method="post" action="/dashboard/train/".*?</form>', page, re.S).group(0)
     assert '<option value="code words v1">code words v1</option>' in form
@@ -179,13 +226,18 @@ def test_only_staff_may_queue_a_training(client, django_capture_on_commit_callba
         signed_out = client.post(TRAIN_FORM, form_fields(collection))
         client.force_login(annotator)
         as_annotator = client.post(TRAIN_FORM, form_fields(collection))
-        api_answers = [api.post(TRAIN_API, {"collection": collection.pk, "name": "x"}, format="json").status_code
-                       for api in (anonymous_api, annotator_api)]
+        api_answers = [
+            api.post(TRAIN_API, {"collection": collection.pk, "name": "x"}, format="json").status_code
+            for api in (anonymous_api, annotator_api)
+        ]
 
     assert signed_out.status_code == 302 and signed_out["Location"].startswith("/accounts/login/")
     assert as_annotator.status_code == 403
     assert api_answers == [403, 403]
-    assert [api_client().get("/api/retrievers/").status_code, annotator_api.get("/api/retrievers/").status_code] == [403, 403]
+    assert [api_client().get("/api/retrievers/").status_code, annotator_api.get("/api/retrievers/").status_code] == [
+        403,
+        403,
+    ]
     assert (Job.objects.count(), len(sent)) == (0, 0)
 
 
@@ -196,15 +248,25 @@ def test_the_api_queues_a_training_and_answers_202_with_its_job(staff_api, djang
     collection = make_code_word_collection("code words")
 
     with django_capture_on_commit_callbacks(execute=False) as sent:
-        response = staff_api.post(TRAIN_API, {"collection": collection.pk, "name": "api-trained", "batch_size": 6},
-                                  format="json")
+        response = staff_api.post(
+            TRAIN_API, {"collection": collection.pk, "name": "api-trained", "batch_size": 6}, format="json"
+        )
 
     assert response.status_code == 202
     job = Job.objects.get(pk=response.json()["id"])
     assert (job.kind, job.queue, response.json()["status"], len(sent)) == ("train", "gpu", "pending", 1)
     assert job.parameters == {
-        "collection": "code words", "name": "api-trained", "base_model": None, "batch_size": 6, "learning_rate": 2e-5,
-        "epochs": 1, "patience": 1, "asymmetric": False, "max_steps": None, "seed": 0, "context_left": 4,
+        "collection": "code words",
+        "name": "api-trained",
+        "base_model": None,
+        "batch_size": 6,
+        "learning_rate": 2e-5,
+        "epochs": 1,
+        "patience": 1,
+        "asymmetric": False,
+        "max_steps": None,
+        "seed": 0,
+        "context_left": 4,
         "context_right": 4,
     }
 
@@ -213,10 +275,15 @@ def test_the_api_names_the_bad_field_and_queues_nothing(staff_api, django_captur
     collection = make_code_word_collection()
 
     with django_capture_on_commit_callbacks(execute=False) as sent:
-        small_batch = staff_api.post(TRAIN_API, {"collection": collection.pk, "name": "x", "batch_size": 1}, format="json")
+        small_batch = staff_api.post(
+            TRAIN_API, {"collection": collection.pk, "name": "x", "batch_size": 1}, format="json"
+        )
         no_collection = staff_api.post(TRAIN_API, {"collection": 999, "name": "x"}, format="json")
 
-    assert (small_batch.status_code, small_batch.json()) == (400, {"batch_size": ["must be at least 2 (in-batch negatives), got 1"]})
+    assert (small_batch.status_code, small_batch.json()) == (
+        400,
+        {"batch_size": ["must be at least 2 (in-batch negatives), got 1"]},
+    )
     assert no_collection.status_code == 400 and list(no_collection.json()) == ["collection"]
     assert (Job.objects.count(), len(sent)) == (0, 0)
 
@@ -226,23 +293,31 @@ def test_registered_retrievers_are_listed_on_the_dashboard_and_the_api(staff_cli
     bm25 = get_or_create_retriever("bm25")
     default_dense = get_or_create_retriever("dense")
     job = Job.objects.create(kind="train", queue="gpu", status=Job.Status.SUCCEEDED)
-    trained = Retriever.objects.create(name="code words v1", kind="dense", model_path="/models/v1/model",
-                                       trained_on=collection, training_job=job)
+    trained = Retriever.objects.create(
+        name="code words v1", kind="dense", model_path="/models/v1/model", trained_on=collection, training_job=job
+    )
 
     page = staff_client.get(DASHBOARD).content.decode()
     listed = {row["name"]: row for row in staff_api.get("/api/retrievers/").json()["results"]}
 
-    rows = {pk: re.search(rf'<tr data-retriever="{pk}">(.*?)</tr>', page, re.S).group(1)
-            for pk in (bm25.pk, default_dense.pk, trained.pk)}
+    rows = {
+        pk: re.search(rf'<tr data-retriever="{pk}">(.*?)</tr>', page, re.S).group(1)
+        for pk in (bm25.pk, default_dense.pk, trained.pk)
+    }
     assert "k1=0.5 b=0.9" in rows[bm25.pk]
     assert "bundled MiniLM" in rows[default_dense.pk]
     assert "/models/v1/model" in rows[trained.pk] and "code words" in rows[trained.pk]
     assert f'href="/api/jobs/{job.pk}/"' in rows[trained.pk]
     assert '<datalist id="dense-retrievers">' in page and '<option value="code words v1">' in page
     assert set(listed) == {bm25.name, default_dense.name, "code words v1"}
-    assert {key: listed["code words v1"][key] for key in ("kind", "model_path", "trained_on", "trained_on_name",
-                                                         "training_job")} == {
-        "kind": "dense", "model_path": "/models/v1/model", "trained_on": collection.pk, "trained_on_name": "code words",
+    assert {
+        key: listed["code words v1"][key]
+        for key in ("kind", "model_path", "trained_on", "trained_on_name", "training_job")
+    } == {
+        "kind": "dense",
+        "model_path": "/models/v1/model",
+        "trained_on": collection.pk,
+        "trained_on_name": "code words",
         "training_job": job.pk,
     }
     assert staff_api.get(f"/api/retrievers/{trained.pk}/").json()["name"] == "code words v1"
@@ -252,13 +327,15 @@ def test_registered_retrievers_are_listed_on_the_dashboard_and_the_api(staff_cli
 
 
 def test_a_training_queued_through_the_api_registers_a_retriever_that_retrieve_can_use(
-        staff_api, data_dir, monkeypatch, django_capture_on_commit_callbacks):
+    staff_api, data_dir, monkeypatch, django_capture_on_commit_callbacks
+):
     monkeypatch.setitem(celery_app.conf, "task_always_eager", True)
     collection = make_code_word_collection()
 
     with django_capture_on_commit_callbacks(execute=True):
-        response = staff_api.post(TRAIN_API, {"collection": collection.pk, "name": "tiny", "batch_size": 6,
-                                              "max_steps": 2}, format="json")
+        response = staff_api.post(
+            TRAIN_API, {"collection": collection.pk, "name": "tiny", "batch_size": 6, "max_steps": 2}, format="json"
+        )
 
     job = Job.objects.get(pk=response.json()["id"])
     assert (job.status, job.progress, job.result["steps"]) == (Job.Status.SUCCEEDED, 1.0, 2)
@@ -268,7 +345,9 @@ def test_a_training_queued_through_the_api_registers_a_retriever_that_retrieve_c
     assert run["queries"] == collection.queries.count()
 
 
-def test_a_name_already_being_trained_is_refused_until_that_training_ends(staff_api, django_capture_on_commit_callbacks):
+def test_a_name_already_being_trained_is_refused_until_that_training_ends(
+    staff_api, django_capture_on_commit_callbacks
+):
     collection = make_code_word_collection()
     request = {"collection": collection.pk, "name": "v1", "batch_size": 6}
 
@@ -279,4 +358,6 @@ def test_a_name_already_being_trained_is_refused_until_that_training_ends(staff_
         after_failure = staff_api.post(TRAIN_API, request, format="json")
 
     assert (first.status_code, after_failure.status_code) == (202, 202)
-    assert again.json() == {"name": [f"a training of a retriever named 'v1' is already queued (job {first.json()['id']})"]}
+    assert again.json() == {
+        "name": [f"a training of a retriever named 'v1' is already queued (job {first.json()['id']})"]
+    }

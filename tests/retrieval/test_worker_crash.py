@@ -1,6 +1,7 @@
 """A training that does not finish leaves no trace but its Job: a crash or a killed worker leaves
 the Job failed with the error, a cancellation leaves it cancelled, and in every case there is no
 registered retriever and no model folder."""
+
 import json
 import os
 import signal
@@ -14,11 +15,12 @@ from celery.exceptions import WorkerLostError
 from celery.signals import task_failure
 from django.utils import timezone
 
+from jobs.management.commands.run_platform import broker_environment
+from jobs.models import Job
+from jobs.services import fail_stale_jobs, request_cancel
 from marginalia.celery import app
 from retrieval import tasks, training
-from retrieval.management.commands.run_platform import broker_environment
-from retrieval.jobs import fail_stale_jobs, request_cancel
-from retrieval.models import Job, Retriever
+from retrieval.models import Retriever
 from retrieval.training import start_training_async, sweep_abandoned_work_folders
 from tests.conftest import PROJECT_ROOT
 from tests.factories import make_code_word_collection
@@ -56,7 +58,8 @@ def artifacts(data_dir) -> list[str]:
 
 
 def test_a_crash_in_the_middle_of_training_fails_the_job_with_its_error(
-        monkeypatch, eager_celery, django_capture_on_commit_callbacks, data_dir):
+    monkeypatch, eager_celery, django_capture_on_commit_callbacks, data_dir
+):
     collection = make_code_word_collection()
 
     def crash():
@@ -75,7 +78,8 @@ def test_a_crash_in_the_middle_of_training_fails_the_job_with_its_error(
 
 
 def test_cancelling_a_running_training_stops_it_and_registers_nothing(
-        monkeypatch, eager_celery, django_capture_on_commit_callbacks, data_dir):
+    monkeypatch, eager_celery, django_capture_on_commit_callbacks, data_dir
+):
     collection = make_code_word_collection()
     fail_at_batch(monkeypatch, 2, lambda: request_cancel(Job.objects.get(kind="train")))
 
@@ -89,7 +93,8 @@ def test_cancelling_a_running_training_stops_it_and_registers_nothing(
 
 
 def test_a_finished_training_job_records_its_result_and_the_retriever_points_back_at_it(
-        eager_celery, django_capture_on_commit_callbacks, data_dir):
+    eager_celery, django_capture_on_commit_callbacks, data_dir
+):
     collection = make_code_word_collection()
 
     with django_capture_on_commit_callbacks(execute=True):
@@ -100,7 +105,8 @@ def test_a_finished_training_job_records_its_result_and_the_retriever_points_bac
     assert (job.status, job.progress, job.result["retriever_id"]) == ("succeeded", 1.0, retriever.pk)
     assert retriever.training_job == job and retriever.trained_on == collection
     assert [name for name in artifacts(data_dir) if not name.startswith(".")] == [
-        os.path.basename(os.path.dirname(retriever.model_path))]
+        os.path.basename(os.path.dirname(retriever.model_path))
+    ]
     assert not [name for name in artifacts(data_dir) if name.startswith(".")]
 
 
@@ -109,9 +115,15 @@ def test_a_killed_worker_reported_by_celery_fails_the_job(data_dir):
     finished = Job.objects.create(kind="train", queue="gpu", status=Job.Status.SUCCEEDED, celery_id="task-2")
 
     for task_id, job_id in (("task-1", job.pk), ("task-2", finished.pk)):
-        task_failure.send(sender=tasks.train_retriever, task_id=task_id, args=[job_id],
-                          exception=WorkerLostError("Worker exited prematurely: signal 9 (SIGKILL) Job: 1."),
-                          kwargs={}, traceback=None, einfo=None)
+        task_failure.send(
+            sender=tasks.train_retriever,
+            task_id=task_id,
+            args=[job_id],
+            exception=WorkerLostError("Worker exited prematurely: signal 9 (SIGKILL) Job: 1."),
+            kwargs={},
+            traceback=None,
+            einfo=None,
+        )
 
     job.refresh_from_db()
     finished.refresh_from_db()
@@ -167,8 +179,14 @@ STARTUP_SECONDS = 180
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory, redis_url):
     folder = tmp_path_factory.mktemp("training-platform")
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}", **broker_environment(redis_url),
-           "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "MARGINALIA_DATA_DIR": str(folder / "data")}
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}",
+        **broker_environment(redis_url),
+        "HF_HUB_OFFLINE": "1",
+        "TRANSFORMERS_OFFLINE": "1",
+        "MARGINALIA_DATA_DIR": str(folder / "data"),
+    }
     subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
     return {"env": env, "database": folder / "db.sqlite3", "folder": folder}
 
@@ -184,18 +202,37 @@ def wait_until_training_steps(database, job_id: int) -> dict:
     deadline = time.monotonic() + STARTUP_SECONDS
     while True:
         row = job_row(database, job_id)
-        if row["message"].startswith("step ") or row["status"] not in {"pending", "running"} or (
-                time.monotonic() > deadline):
+        if (
+            row["message"].startswith("step ")
+            or row["status"] not in {"pending", "running"}
+            or (time.monotonic() > deadline)
+        ):
             return row
         time.sleep(0.5)
 
 
 @pytest.mark.redis
 def test_a_worker_killed_mid_training_leaves_the_job_failed_and_nothing_registered(worker, platform):
-    manage(platform, "shell", "-c", "from tests.factories import make_code_word_collection\n"
-                                    "make_code_word_collection('codes')")
-    queued = manage(platform, "train_retriever", "--collection", "codes", "--name", "doomed", "--epochs", 500,
-                    "--batch-size", 6, "--async", "--json")
+    manage(
+        platform,
+        "shell",
+        "-c",
+        "from tests.factories import make_code_word_collection\nmake_code_word_collection('codes')",
+    )
+    queued = manage(
+        platform,
+        "train_retriever",
+        "--collection",
+        "codes",
+        "--name",
+        "doomed",
+        "--epochs",
+        500,
+        "--batch-size",
+        6,
+        "--async",
+        "--json",
+    )
     job_id = json.loads(queued.strip().splitlines()[-1])["job_id"]
 
     training_job = wait_until_training_steps(platform["database"], job_id)

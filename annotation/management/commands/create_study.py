@@ -13,6 +13,7 @@
 -> `study_id`, `items`, `skipped` (how many queries could not be made into items) and
 `skipped_queries` (which, and why). Defaults: 3 judgments per item (5 for quotability), context
 4/4 (4/0 for quotability: the annotator reads what comes before the quotation)."""
+
 import json
 from pathlib import Path
 
@@ -22,8 +23,8 @@ from annotation.label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
 from annotation.models import Study
 from annotation.services import create_proxy_study, create_quotability_study, create_relevance_study, validate_schema
 from annotation.services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
+from jobs.progress import terminal_progress
 from retrieval.errors import InputError
-from retrieval.jobs import terminal_progress
 from retrieval.management.arguments import collection_named
 from retrieval.management.base import JsonCommand
 from retrieval.metrics import get_run
@@ -59,10 +60,18 @@ class Command(JsonCommand):
         labels.add_argument("--runs", default="", help="Comma-separated run ids whose top hits are judged.")
         labels.add_argument("--depth", type=int, help="Top hits taken per run and query (relevance 10, top_k 1).")
         labels.add_argument("--use-pools", action="store_true", help="Relevance: add each query's whole pool.")
-        labels.add_argument("--selection", choices=QUOTABILITY_SELECTIONS, default="top_non_gold",
-                            help="Quotability: the run's top paragraph where it is not the gold, or its top k.")
-        labels.add_argument("--candidates-from", choices=MULTI_SELECT_SOURCES, default="document",
-                            help="Quotability pilot: the source document's paragraphs, or the query's pool.")
+        labels.add_argument(
+            "--selection",
+            choices=QUOTABILITY_SELECTIONS,
+            default="top_non_gold",
+            help="Quotability: the run's top paragraph where it is not the gold, or its top k.",
+        )
+        labels.add_argument(
+            "--candidates-from",
+            choices=MULTI_SELECT_SOURCES,
+            default="document",
+            help="Quotability pilot: the source document's paragraphs, or the query's pool.",
+        )
         labels.add_argument("--queries", default="", help="Comma-separated query external ids; empty: all.")
         labels.add_argument("--n-queries", type=int, help="How many queries (seeded sample) become items.")
         labels.add_argument("--schema", type=Path, help="Label schema as a JSON file (instead of the options below).")
@@ -79,17 +88,23 @@ class Command(JsonCommand):
         collection = collection_named(options["collection"], field="--collection")
         context_left, context_right = parse_context(options["context"] or DEFAULT_CONTEXT[kind], field="--context")
         common = {
-            "name": options["name"], "collection": collection, "seed": options["seed"],
+            "name": options["name"],
+            "collection": collection,
+            "seed": options["seed"],
             "judgments_per_item": options["judgments_per_item"] or DEFAULT_JUDGMENTS[kind],
-            "context_left": context_left, "context_right": context_right,
-            "guidelines": _guidelines(options["guidelines_file"]), "annotators": _annotators(options["annotators"]),
-            "claim_minutes": options["claim_minutes"], "progress": terminal_progress("create_study"),
+            "context_left": context_left,
+            "context_right": context_right,
+            "guidelines": _guidelines(options["guidelines_file"]),
+            "annotators": _annotators(options["annotators"]),
+            "claim_minutes": options["claim_minutes"],
+            "progress": terminal_progress("create_study"),
         }
         if kind == Study.Kind.PROXY:
             creation = create_proxy_study(**common, **_proxy_options(collection, options))
         else:
             labels = {
-                "queries": _names(options["queries"]) or None, "n_queries": options["n_queries"],
+                "queries": _names(options["queries"]) or None,
+                "n_queries": options["n_queries"],
                 "label_schema": _label_schema(kind, options),
             }
             runs = _runs(options["runs"])
@@ -101,8 +116,12 @@ class Command(JsonCommand):
                 if len(runs) > 1:
                     raise InputError("a quotability study judges the paragraphs of one run", field="--runs")
                 creation = create_quotability_study(
-                    **common, **labels, run=runs[0] if runs else None, selection=options["selection"],
-                    depth=options["depth"] or 1, candidates_from=options["candidates_from"],
+                    **common,
+                    **labels,
+                    run=runs[0] if runs else None,
+                    selection=options["selection"],
+                    depth=options["depth"] or 1,
+                    candidates_from=options["candidates_from"],
                 )
         return creation.summary()
 
@@ -118,8 +137,10 @@ def _proxy_options(collection, options) -> dict:
     if options["items"] is None:
         raise InputError("a proxy study needs the number of items", field="--items")
     return {
-        "negatives_run": get_run(options["negatives_from"], field="--negatives-from"), "items": options["items"],
-        "candidates": options["candidates"], "single_sentence": options["single_sentence"],
+        "negatives_run": get_run(options["negatives_from"], field="--negatives-from"),
+        "items": options["items"],
+        "candidates": options["candidates"],
+        "single_sentence": options["single_sentence"],
         "book": _book(collection, options["book"]),
     }
 

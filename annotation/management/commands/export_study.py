@@ -4,6 +4,7 @@
 qualification); relevance and quotability items add `expected` (a gold or qualification item's
 known answer) and `all_sources` (every run rank or pool position that found the pair). Staff
 data: it names the gold."""
+
 import json
 
 from django.core.management.base import BaseCommand, CommandError

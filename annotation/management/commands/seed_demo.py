@@ -1,8 +1,9 @@
 """`seed_demo [--json]`: demo accounts, the demo book, a BM25 run and a proxy study, created once
 and found again on later calls (scripts/run.sh calls it on every start). The work is in
 demo/seed.py; this prints the credentials."""
+
 from demo.seed import seed_demo
-from retrieval.jobs import terminal_progress
+from jobs.progress import terminal_progress
 from retrieval.management.base import JsonCommand
 
 

@@ -2,9 +2,10 @@
 judgments (gold or majority choice as positive, unchosen candidates as hard negatives) and
 register it. It lives in annotation because retrieval may not know studies; the training itself
 is retrieval's, and annotation.services.study_training prepares it as the study page does."""
+
 from annotation.services import get_study
 from annotation.services.study_training import DEFAULT_VALIDATION_SHARE, start_study_training, study_training_arguments
-from retrieval.jobs import terminal_progress
+from jobs.progress import terminal_progress
 from retrieval.management.base import JsonCommand
 from retrieval.management.training_arguments import add_training_arguments, job_summary, training_parameters
 
@@ -14,8 +15,12 @@ class Command(JsonCommand):
 
     def add_command_arguments(self, parser):
         parser.add_argument("study_id", type=int)
-        parser.add_argument("--validation-share", type=float, default=DEFAULT_VALIDATION_SHARE,
-                            help="Share of the items held out for early stopping.")
+        parser.add_argument(
+            "--validation-share",
+            type=float,
+            default=DEFAULT_VALIDATION_SHARE,
+            help="Share of the items held out for early stopping.",
+        )
         add_training_arguments(parser)
 
     def run(self, **options):
@@ -25,5 +30,8 @@ class Command(JsonCommand):
             return job_summary(start_study_training(study, **parameters))
         from retrieval.training import train_retriever  # torch loads only here
 
-        return train_retriever(study.collection, **study_training_arguments(study, **parameters),
-                               progress=terminal_progress(f"train {parameters['name']}"))
+        return train_retriever(
+            study.collection,
+            **study_training_arguments(study, **parameters),
+            progress=terminal_progress(f"train {parameters['name']}"),
+        )

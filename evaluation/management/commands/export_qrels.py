@@ -6,6 +6,7 @@ Without --out or --beir the qrels lines go to stdout and nothing else does (like
 written and the summary printed (one JSON line with --json): keys `study`, `aggregate`, `qrels`,
 `queries`, `relevant`, `ties`, `adjudicated`, `unjudged`, plus `out` / `beir`.
 """
+
 from django.core.management.base import CommandError
 
 from annotation.services import get_study
@@ -20,13 +21,16 @@ class Command(JsonCommand):
     def add_command_arguments(self, parser):
         parser.add_argument("study_id", type=int, metavar="STUDY_ID")
         parser.add_argument(
-            "--aggregate", choices=AGGREGATES, default="majority",
+            "--aggregate",
+            choices=AGGREGATES,
+            default="majority",
             help="majority vote (ties: the lower label), or the scale value nearest the mean or median "
-                 "(halfway: the lower one). Adjudications always win.",
+            "(halfway: the lower one). Adjudications always win.",
         )
         parser.add_argument("--out", metavar="FILE", help="Write the qrels lines to FILE instead of stdout.")
         parser.add_argument(
-            "--beir", metavar="DIR",
+            "--beir",
+            metavar="DIR",
             help="Also write a BEIR folder (corpus.jsonl, queries.jsonl, qrels.tsv, pools.jsonl) for import_beir.",
         )
 

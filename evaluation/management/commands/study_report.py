@@ -1,6 +1,7 @@
 """study_report STUDY_ID [--model-run RUN_ID ...] [--json]: the report of the study's kind (proxy:
 agreement, human and model accuracy; relevance and quotability: agreement, aggregated labels,
 annotators, model-human correlation)."""
+
 from annotation.services import get_study
 from evaluation.formatting import report_as_text
 from evaluation.services import cached_study_report, resolve_model_runs
@@ -13,8 +14,16 @@ class Command(JsonCommand):
     def add_command_arguments(self, parser):
         parser.add_argument("study_id", type=int, metavar="STUDY_ID")
         parser.add_argument(
-            "--model-run", dest="model_runs", type=int, action="extend", nargs="+", default=[], metavar="RUN_ID",
-            help="A run on the study's collection to score on the same items or correlate with the labels (repeatable).",
+            "--model-run",
+            dest="model_runs",
+            type=int,
+            action="extend",
+            nargs="+",
+            default=[],
+            metavar="RUN_ID",
+            help=(
+                "A run on the study's collection to score on the same items or correlate with the labels (repeatable)."
+            ),
         )
 
     def run(self, *, study_id, model_runs, **options):

@@ -1,4 +1,5 @@
 """`export_run RUN_ID`: the run's hits as TREC run lines (`qid Q0 docid rank score tag`)."""
+
 import os
 import sys
 

@@ -1,6 +1,7 @@
 """`import_beir DIR --collection NAME [--json]`: a BEIR-style folder (corpus, queries, qrels,
 optional per-query pools) as one collection."""
-from retrieval.jobs import terminal_progress
+
+from jobs.progress import terminal_progress
 from retrieval.management.base import JsonCommand
 from retrieval.services.importers import import_beir
 

@@ -1,6 +1,7 @@
 """`import_book PATH --title T [--author A] [--collection NAME] [--json]`: a plain-text book as
 sentences and 1..5-sentence windows."""
-from retrieval.jobs import terminal_progress
+
+from jobs.progress import terminal_progress
 from retrieval.management.base import JsonCommand
 from retrieval.services.importers import import_book
 

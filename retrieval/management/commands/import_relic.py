@@ -1,6 +1,7 @@
 """`import_relic PATH [--collection NAME] [--split test] [--json]`: RELiC JSON (books, quotes with
 their contexts, candidate windows) as one collection."""
-from retrieval.jobs import terminal_progress
+
+from jobs.progress import terminal_progress
 from retrieval.management.base import JsonCommand
 from retrieval.services.importers import import_relic
 

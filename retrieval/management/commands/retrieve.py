@@ -1,11 +1,17 @@
 """`retrieve --collection NAME --retriever bm25|dense [...]`: rank a collection's queries and store
 the run (inline, or on a Celery worker with --async)."""
+
+from jobs.progress import terminal_progress
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
-from retrieval.jobs import terminal_progress
 from retrieval.management.arguments import add_context_argument, collection_named, context_option
 from retrieval.management.base import JsonCommand
 from retrieval.services.runs import (
-    DEFAULT_DEPTH, create_run, execute_run, get_or_create_retriever, run_summary, start_run_async,
+    DEFAULT_DEPTH,
+    create_run,
+    execute_run,
+    get_or_create_retriever,
+    run_summary,
+    start_run_async,
 )
 
 
@@ -15,7 +21,11 @@ class Command(JsonCommand):
     def add_command_arguments(self, parser):
         parser.add_argument("--collection", required=True, help="Collection name.")
         parser.add_argument("--retriever", required=True, choices=["bm25", "dense"])
-        parser.add_argument("--model", default="", help="Dense model: folder, Hugging Face name, or a registered retriever's id or name.")
+        parser.add_argument(
+            "--model",
+            default="",
+            help="Dense model: folder, Hugging Face name, or a registered retriever's id or name.",
+        )
         parser.add_argument("--k1", type=float, default=DEFAULT_K1)
         parser.add_argument("--b", type=float, default=DEFAULT_B)
         add_context_argument(parser)
@@ -25,7 +35,9 @@ class Command(JsonCommand):
     def run(self, **options):
         context = context_option(options)
         collection = collection_named(options["collection"])
-        retriever = get_or_create_retriever(options["retriever"], k1=options["k1"], b=options["b"], model=options["model"])
+        retriever = get_or_create_retriever(
+            options["retriever"], k1=options["k1"], b=options["b"], model=options["model"]
+        )
         parameters = {**context, "depth": options["depth"]}
         if options["run_async"]:
             run = start_run_async(collection, retriever, **parameters)

@@ -1,7 +1,8 @@
 """`train_retriever --collection NAME --name NAME [...]`: fine-tune a dense retriever on a
 collection's training queries (early stopping on its validation queries) and register it, so
 `retrieve --retriever dense --model NAME` can use it."""
-from retrieval.jobs import terminal_progress
+
+from jobs.progress import terminal_progress
 from retrieval.management.arguments import add_context_argument, collection_named, context_option
 from retrieval.management.base import JsonCommand
 from retrieval.management.training_arguments import add_training_arguments, job_summary, training_parameters

