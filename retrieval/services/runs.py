@@ -125,16 +125,17 @@ def rank_of(scores: np.ndarray, index: int) -> int:
     return int(np.count_nonzero(scores > score) + np.count_nonzero(scores[:index] == score)) + 1
 
 
-def _relevant_passages(run: Run) -> dict[int, list[int]]:
+def relevant_passages(collection: Collection) -> dict[int, list[int]]:
+    """Query id -> ids of its passages with relevance > 0."""
     relevant: dict[int, list[int]] = {}
-    for query_id, passage_id in Qrel.objects.filter(query__collection=run.collection, relevance__gt=0).values_list(
+    for query_id, passage_id in Qrel.objects.filter(query__collection=collection, relevance__gt=0).values_list(
         "query_id", "passage_id"
     ):
         relevant.setdefault(query_id, []).append(passage_id)
     return relevant
 
 
-def _insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
+def insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
     """One executemany instead of bulk_create: building a model instance per hit costs more than
     all of BM25's scoring on a collection-wide set."""
     quote = connection.ops.quote_name
@@ -143,7 +144,7 @@ def _insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
         cursor.executemany(f"INSERT INTO {quote(Hit._meta.db_table)} ({columns}) VALUES (%s, %s, %s, %s, %s)", rows)
 
 
-class _RunWriter:
+class RunWriter:
     """Buffers a run's hits and gold ranks and writes them in few transactions: a commit per
     candidate set would cost more than ranking a BIRCO pool."""
 
@@ -161,7 +162,7 @@ class _RunWriter:
 
     def flush(self) -> None:
         with transaction.atomic():
-            _insert_hits(self.hit_rows)
+            insert_hits(self.hit_rows)
             RunQuery.objects.bulk_create(self.run_queries, batch_size=1000)
         self.hit_rows, self.run_queries = [], []
 
@@ -171,7 +172,7 @@ def _rank_candidate_set(
     scorer: Scorer,
     candidate_set: CandidateSet,
     relevant: dict[int, list[int]],
-    writer: _RunWriter,
+    writer: RunWriter,
     progress: Progress,
 ) -> None:
     """Score and rank one candidate set's queries; hand their hits and gold ranks to `writer`."""
@@ -234,9 +235,9 @@ def execute_run(run: Run, progress: Progress = no_progress) -> Run:
     progress = throttled(progress)
     try:
         scorer = scorer_for(run.retriever)
-        relevant = _relevant_passages(run)
+        relevant = relevant_passages(run.collection)
         sets = candidate_sets(run.collection)
-        writer = _RunWriter()
+        writer = RunWriter()
         for number, candidate_set in enumerate(sets):
 
             def report(fraction: float, message: str, number=number, candidate_set=candidate_set) -> None:
