@@ -6,8 +6,9 @@ the same ranking:
 - A query's passages are ordered by score, descending, and equal scores by passage external id,
   descending (trec_eval sorts ties by docno in reverse string order). Ranks are 1-based positions
   in that order; every ranked passage is stored, whatever the depth.
-- A query the ranking leaves out is not part of the run (no `RunQuery`): evaluation scores the
-  queries the run answered, as trec_eval does without -c, and says how many it left out.
+- A run covers every query of the collection unless the caller names the queries it covers (a
+  study's, say). A covered query the ranking leaves out retrieved nothing: it scores 0 on every
+  metric, as ir-measures and trec_eval -c count it, and the import reports how many there were.
 - A relevant passage the run did not return is "not retrieved": it earns nothing in recall, MRR,
   nDCG, MAP or P@k, and counts for mean rank as ranked just past the query's candidate set
   (candidates + 1, the rule for a passage no ranking can reach), the pessimistic bound.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 import math
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 
 from django.db import transaction
 
@@ -109,6 +110,16 @@ def _checked_rankings(collection: Collection, rankings: Rankings) -> tuple[dict[
     return checked, external_ids
 
 
+def _covered_queries(collection: Collection, queries: Iterable[Query | int] | None) -> dict[int, Query]:
+    chosen = collection.queries.order_by("ordinal", "pk")
+    if queries is not None:
+        wanted = {_primary_key(query) for query in queries}
+        chosen = chosen.filter(pk__in=wanted)
+        if len(chosen) != len(wanted):
+            raise InputError(f"some of the run's queries are not in collection {collection.name}", field="queries")
+    return {query.pk: query for query in chosen}
+
+
 def save_ranked_run(
     collection: Collection,
     *,
@@ -116,18 +127,27 @@ def save_ranked_run(
     retriever: Retriever | str,
     rankings: Rankings,
     parameters: dict | None = None,
+    queries: Iterable[Query | int] | None = None,
     progress: Progress = no_progress,
 ) -> Run:
     """Store `rankings` (query -> [(passage, score)], in any order) as a finished run named `name`,
     with its hits, the exact rank of every relevant passage it returned, and its metrics.
     `retriever` is a Retriever or the name of the system (filed as an imported retriever).
-    Everything is checked before anything is written, and written in one transaction."""
+    `queries` limits the run to those queries (default: all the collection's); a query among them
+    without a ranking retrieved nothing. Everything is checked before anything is written, and
+    written in one transaction."""
     started = time.perf_counter()
     progress = throttled(progress)
     name = check_run_name(collection, name)
     checked, external_ids = _checked_rankings(collection, rankings)
     if not checked:
         raise InputError("the ranking has no queries", field="rankings")
+    covered = _covered_queries(collection, queries)
+    outside = [query.external_id for query in checked if query.pk not in covered]
+    if outside:
+        raise InputError(f"{len(outside)} ranked queries are outside the run's queries: {outside[:5]}", field="query")
+    for query in covered.values():
+        checked.setdefault(query, [])
     if not isinstance(retriever, Retriever):
         retriever = imported_retriever(retriever)
     relevant = relevant_passages(collection)
@@ -179,3 +199,19 @@ def not_retrieved(run: Run) -> int:
         len(relevant.get(query_id, [])) - len(ranks)
         for query_id, ranks in run.query_results.values_list("query_id", "relevant_ranks")
     )
+
+
+def imported_run_summary(run: Run) -> dict:
+    """What import_run reports: the run, how many queries it ranked and its hits, how many
+    relevant passages it did not return, and how many of its queries it left without a ranking
+    (they count as retrieving nothing)."""
+    covered = run.query_results.count()
+    ranked = run.hits.values("query_id").distinct().count()
+    return {
+        "run_id": run.pk,
+        "name": run.name,
+        "queries": ranked,
+        "hits": run.hits.count(),
+        "not_retrieved": not_retrieved(run),
+        "queries_without_ranking": covered - ranked,
+    }

@@ -67,7 +67,7 @@ def _read_text(path: Path) -> str:
         return _decode(handle.read(), str(path))
 
 
-def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
+def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(1-based line number, decoded line without its line end), streamed."""
     with _open_binary(path) as handle:
         for number, raw in enumerate(handle, 1):
@@ -81,7 +81,7 @@ def _json_type(value) -> str:
 
 def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
     """(line number, object) for every non-blank line."""
-    for number, line in _read_lines(path):
+    for number, line in read_lines(path):
         if not line.strip():
             continue
         try:
@@ -436,7 +436,7 @@ def _qrels_path(directory: Path) -> Path:
 def _parse_qrels(path: Path, queries: dict, corpus: dict) -> dict[tuple[str, str], int]:
     """(query id, corpus id) -> score. An exact repeat is merged; a conflicting score is an error."""
     file, qrels, first_lines = str(path), {}, {}
-    rows = _read_lines(path)
+    rows = read_lines(path)
     header = next(rows, (1, ""))[1]
     if header.split() != QRELS_HEADER:
         raise InputError(f"expected the header '{chr(9).join(QRELS_HEADER)}'", file=file, line=1, field="header")

@@ -63,7 +63,7 @@ def test_relevant_ranks_are_exact_and_unretrieved_ones_are_counted(collection):
     assert results["q1"].relevant_ranks == {str(p["p1"].pk): 2} and results["q1"].gold_rank == 2
     assert results["q2"].relevant_ranks == {} and results["q2"].gold_rank is None
     assert results["q1"].candidates == 6  # the whole collection is q1's candidate set
-    assert set(results) == {"q1", "q2"}  # q3 was not ranked: not part of the run
+    assert results["q3"].relevant_ranks == {}  # q3 was not ranked: it retrieved nothing
     assert not_retrieved(run) == 2  # p4 of q1, p0 of q2
     metrics = run.metrics["metrics"]
     assert metrics["recall@1"] == 0 and metrics["recall@3"] == pytest.approx(0.25)
@@ -75,7 +75,7 @@ def test_a_pooled_query_counts_its_pool_as_candidates(collection):
     q2 = query(collection, "q2")
     add_pool(q2, list(collection.passages.all()[:3]))
     run = save_ranked_run(collection, name="pooled", retriever="x", rankings={q2: [(passage(collection, "p0"), 1.0)]})
-    assert RunQuery.objects.get(run=run).candidates == 3
+    assert RunQuery.objects.get(run=run, query=q2).candidates == 3
 
 
 def test_stored_run_exports_as_trec_lines(collection):
@@ -112,3 +112,20 @@ def test_run_names_are_unique_per_collection(collection):
     make_passages(other, 2)
     make_query(other, "q1")
     save_ranked_run(other, name="mine", retriever="x", rankings={query(other, "q1"): [(passage(other, "p1"), 1.0)]})
+
+
+def test_a_run_may_cover_only_some_queries(collection):
+    q1 = query(collection, "q1")
+    run = save_ranked_run(
+        collection, name="subset", retriever="x", rankings={q1: [(passage(collection, "p1"), 1.0)]}, queries=[q1]
+    )
+    assert list(run.query_results.values_list("query__external_id", flat=True)) == ["q1"]
+    with pytest.raises(InputError) as error:
+        save_ranked_run(
+            collection,
+            name="outside",
+            retriever="x",
+            rankings={query(collection, "q2"): [(passage(collection, "p1"), 1.0)]},
+            queries=[q1],
+        )
+    assert error.value.field == "query"
