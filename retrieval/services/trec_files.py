@@ -33,8 +33,8 @@ from jobs.services import create_job, dispatch
 from retrieval.errors import InputError
 from retrieval.models import Collection, Run
 
+from ..input_rules import read_lines
 from .external_runs import check_run_name, save_ranked_run
-from .importers import read_lines
 
 SHOWN_UNKNOWN = 5
 
