@@ -24,13 +24,13 @@ from pathlib import Path
 
 from annotation.models import Study
 from evaluation import label_agreement as stats
+from evaluation.aggregates import AGGREGATES
 from evaluation.label_report import label_data
 from retrieval.errors import InputError
 from retrieval.files import write_atomically
 from retrieval.models import Passage, PoolEntry, Query
 from retrieval.scoring import query_text
 
-AGGREGATES = ("majority", "mean", "median")
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
 
 

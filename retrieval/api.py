@@ -21,7 +21,6 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from jobs.serializers import JobSerializer
 from retrieval import selectors
 from retrieval.errors import InputError
-from retrieval.metrics import trec_run_lines
 from retrieval.models import Query
 from retrieval.serializers import (
     CollectionSerializer,
@@ -134,7 +133,7 @@ class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
     def trec(self, request, pk=None):
         """The run as a TREC run file (`qid Q0 docid rank score tag`)."""
         run = self.get_object()
-        return text_download((line + "\n" for line in trec_run_lines(run)), f"{run.tag}.trec")
+        return text_download((line + "\n" for line in selectors.trec_run_lines(run)), f"{run.tag}.trec")
 
 
 class RetrieverViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):

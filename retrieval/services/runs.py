@@ -16,7 +16,7 @@ from django.db import connection, transaction
 
 from jobs.progress import Progress, no_progress, throttled
 from jobs.services import create_job, dispatch
-from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters
+from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters, worth_caching
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
 from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
@@ -69,8 +69,9 @@ def term_counts_folder() -> Path:
 
 def warm_term_counts(collection: Collection) -> int:
     """Tokenise the collection's candidate sets now (after an import), so that its first run
-    only loads them. Returns how many sets were counted."""
-    sets = candidate_sets(collection)
+    only loads them; sets too small to be worth caching are left to the run. Returns how many
+    sets were counted."""
+    sets = [candidate_set for candidate_set in candidate_sets(collection) if worth_caching(candidate_set.size())]
     for candidate_set in sets:
         cached_term_counts([passage.retrieval_text for passage in candidate_set.passages()], term_counts_folder())
     return len(sets)
