@@ -6,8 +6,8 @@ import math
 import pytest
 
 from retrieval.errors import InputError
-from retrieval.metrics import trec_run_lines
 from retrieval.models import Hit, Retriever, Run, RunQuery
+from retrieval.selectors import trec_run_lines
 from retrieval.services.external_runs import not_retrieved, save_ranked_run
 from tests.factories import add_pool, add_qrels, make_collection, make_passages, make_query
 

@@ -25,9 +25,9 @@ from retrieval.metrics import (
     rodcg_gain,
     standard_error,
     summarize,
-    trec_run_lines,
 )
 from retrieval.models import Collection, Run
+from retrieval.selectors import trec_run_lines
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever
 from tests.factories import add_qrels, make_book, make_collection, make_text_passages, make_text_query
 
