@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
+from evaluation.comparison import compare_runs
 from evaluation.qrels import AGGREGATES, relevance_qrels
 from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
 from retrieval.api import PlainTextRenderer
@@ -65,3 +66,21 @@ class StudyQrelsAPI(APIView):
         response = Response("".join(line + "\n" for line in export.lines()))
         response["Content-Disposition"] = f'inline; filename="study-{study.pk}-{export.aggregate}.qrels"'
         return response
+
+
+class RunComparisonAPI(APIView):
+    """compare_runs over REST: `?runs=1,2,3[&metrics=nDCG@10 R@5]`, with each run's per-query
+    values (a 400 names `runs` or `metrics` on bad input)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids (at least two)."),
+            OpenApiParameter("metrics", OpenApiTypes.STR, description='e.g. "nDCG@10 R@5"; default: the usual set.'),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request):
+        run_ids = [part for part in request.query_params.get("runs", "").split(",") if part.strip()]
+        return Response(compare_runs(run_ids, request.query_params.get("metrics", "")))
