@@ -3,7 +3,7 @@
 from django.urls import path
 
 from evaluation.api import RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
-from evaluation.views import StudyReportPage
+from evaluation.views import RunComparisonPage, StudyReportPage
 
 app_name = "evaluation"
 
@@ -12,4 +12,5 @@ urlpatterns = [
     path("api/studies/<int:study_id>/report/", StudyReportAPI.as_view(), name="api-study-report"),
     path("api/studies/<int:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
     path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
+    path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
 ]

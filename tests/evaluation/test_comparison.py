@@ -119,3 +119,17 @@ def test_comparisons_over_rest_are_staff_only(three_runs):
     assert api_client(make_user(staff=True)).get("/api/comparisons/?runs=1").status_code == 400
     for user in (None, make_annotator(), make_user()):
         assert api_client(user).get(url).status_code in (401, 403)
+
+
+def test_the_comparison_page_renders_tables_and_plots_for_staff_only(three_runs, client):
+    ids = ",".join(str(run.pk) for run in three_runs)
+    url = f"/runs/compare/?runs={ids}&metrics=nDCG@10 MAP&metric=map"
+    client.force_login(make_user(staff=True))
+    page = client.get(url).content.decode()
+    assert page.count('class="run-interval"') == 3 and page.count('class="difference"') == 3 * 5
+    assert "map with 95% intervals" in page
+    assert client.get("/runs/compare/?runs=1").status_code == 400
+    client.force_login(make_annotator())
+    assert client.get(url).status_code == 403
+    client.logout()
+    assert client.get(url).status_code == 302
