@@ -72,3 +72,23 @@ class StudyQrelsAPI(APIView):
         response = Response("".join(line + "\n" for line in export.lines()))
         response["Content-Disposition"] = f'inline; filename="study-{study.pk}-{export.aggregate}.qrels"'
         return response
+
+
+class RunComparisonAPI(APIView):
+    """compare_runs over REST: `?runs=1,2,3[&metrics=nDCG@10 R@5]`, with each run's per-query
+    values (a 400 names `runs` or `metrics` on bad input)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids (at least two)."),
+            OpenApiParameter("metrics", OpenApiTypes.STR, description='e.g. "nDCG@10 R@5"; default: the usual set.'),
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request):
+        from evaluation.comparison import compare_runs  # scipy: loaded where it computes
+
+        run_ids = [part for part in request.query_params.get("runs", "").split(",") if part.strip()]
+        return Response(compare_runs(run_ids, request.query_params.get("metrics", "")))

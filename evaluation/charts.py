@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
@@ -112,6 +113,83 @@ def bar_chart_svg(bars: list[Bar], title: str, width: int = 640, height: int = 3
             f'<text x="{centre:.1f}" y="{height - bottom + 18}" font-size="11" text-anchor="middle">'
             f"{escape(label)}</text>"
             "</g>"
+        )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))
+
+
+Z_95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
+
+
+def _svg_open(title: str, width: int, height: int, css_class: str) -> list[str]:
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(title)}" class="chart {css_class}">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="48" y="18" font-size="13" font-weight="600">{escape(title)}</text>',
+    ]
+
+
+def run_intervals_svg(comparison: dict, metric: str, width: int = 640, height: int = 300) -> SafeString:
+    """Each run's mean of `metric` as a point with its 95 % interval (mean ± 1.96 standard
+    errors), on an axis from 0 to the largest upper end (at least 1 for shares)."""
+    left, right, top, bottom = 48, 12, 44, 40
+    plot_width, plot_height = width - left - right, height - top - bottom
+    rows = []
+    for run_id, block in comparison["runs"].items():
+        mean, stderr = block["metrics"][metric], block["stderr"][metric] or 0.0
+        rows.append((f"{block['name']} (run {run_id})", mean, mean - Z_95 * stderr, mean + Z_95 * stderr))
+    ceiling = max([1.0, *(high for *_, high in rows)])
+    floor = min([0.0, *(low for _, _, low, _ in rows)])
+
+    def y(value: float) -> float:
+        return top + plot_height * (1 - (value - floor) / (ceiling - floor))
+
+    slot = plot_width / max(len(rows), 1)
+    parts = _svg_open(f"{metric} with 95% intervals", width, height, "run-intervals")
+    for tick in np.linspace(floor, ceiling, 5):
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#dcdce0"/>'
+            f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:.2f}</text>'
+        )
+    for index, (label, mean, low, high) in enumerate(rows):
+        centre = left + slot * (index + 0.5)
+        parts.append(
+            f'<g class="run-interval"><title>{escape(label)}: {mean:.4f} [{low:.4f}, {high:.4f}]</title>'
+            f'<path d="M{centre:.1f},{y(low):.1f}V{y(high):.1f}M{centre - 8:.1f},{y(low):.1f}H{centre + 8:.1f}'
+            f'M{centre - 8:.1f},{y(high):.1f}H{centre + 8:.1f}" stroke="#1d1d1f" stroke-width="1.5" fill="none"/>'
+            f'<circle cx="{centre:.1f}" cy="{y(mean):.1f}" r="5" fill="{BAR_COLOURS["humans"]}"/>'
+            f'<text x="{centre + 10:.1f}" y="{y(mean) + 4:.1f}" font-size="11">{mean:.4f}</text>'
+            f'<text x="{centre:.1f}" y="{height - bottom + 18}" font-size="11" text-anchor="middle">'
+            f"{escape(label[:40])}</text></g>"
+        )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))
+
+
+def differences_svg(differences: list[float], title: str, width: int = 640, height: int = 220) -> SafeString:
+    """Per-query differences (a - b), sorted, as bars above (a better) or below (b better) zero."""
+    left, right, top, bottom = 48, 12, 36, 16
+    plot_width, plot_height = width - left - right, height - top - bottom
+    ordered = sorted(differences, reverse=True)
+    extent = max([abs(value) for value in ordered] + [1e-9])
+
+    def y(value: float) -> float:
+        return top + plot_height * (0.5 - value / (2 * extent))
+
+    slot = plot_width / max(len(ordered), 1)
+    parts = _svg_open(title, width, height, "query-differences")
+    parts.append(
+        f'<line x1="{left}" x2="{width - right}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#1d1d1f"/>'
+        f'<text x="{left - 6}" y="{y(extent) + 4:.1f}" font-size="11" text-anchor="end">+{extent:.2f}</text>'
+        f'<text x="{left - 6}" y="{y(-extent) + 4:.1f}" font-size="11" text-anchor="end">-{extent:.2f}</text>'
+    )
+    for index, value in enumerate(ordered):
+        colour = BAR_COLOURS["humans"] if value >= 0 else BAR_COLOURS["model"]
+        parts.append(
+            f'<rect class="difference" x="{left + slot * index:.1f}" y="{min(y(0), y(value)):.1f}" '
+            f'width="{max(slot * 0.8, 0.5):.1f}" height="{abs(y(value) - y(0)):.1f}" fill="{colour}">'
+            f"<title>{value:+.4f}</title></rect>"
         )
     parts.append("</svg>")
     return mark_safe("".join(parts))

@@ -2,8 +2,8 @@
 
 from django.urls import path
 
-from evaluation.api import StudyQrelsAPI, StudyReportAPI
-from evaluation.views import StudyReportPage
+from evaluation.api import RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
+from evaluation.views import RunComparisonPage, StudyReportPage
 
 app_name = "evaluation"
 
@@ -11,4 +11,6 @@ urlpatterns = [
     path("studies/<int:study_id>/report/", StudyReportPage.as_view(), name="study-report"),
     path("api/studies/<int:study_id>/report/", StudyReportAPI.as_view(), name="api-study-report"),
     path("api/studies/<int:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
+    path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
+    path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
 ]

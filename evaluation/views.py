@@ -70,3 +70,56 @@ def label_context(report: dict) -> dict:
             else None
         ),
     }
+
+
+@method_decorator(staff_required, name="dispatch")
+class RunComparisonPage(View):
+    """compare_runs as a page: `?runs=1,2[,3]&metrics=nDCG@10 R@5[&metric=ndcg@10]`: the table of
+    runs with standard errors, the paired tests, and plots of the chosen metric (each run with
+    its 95 % interval; every pair's per-query differences)."""
+
+    def get(self, request):
+        from evaluation.comparison import compare_runs  # scipy: loaded where it computes
+
+        runs_text = request.GET.get("runs", "")
+        metrics_text = request.GET.get("metrics", "")
+        context = {"runs_text": runs_text, "metrics_text": metrics_text}
+        if not runs_text:
+            return render(request, "evaluation/run_comparison.html", context)
+        try:
+            comparison = compare_runs([part for part in runs_text.split(",") if part.strip()], metrics_text)
+        except InputError as exc:
+            return render(request, "evaluation/run_comparison.html", {**context, "error": str(exc)}, status=400)
+        metric = request.GET.get("metric") if request.GET.get("metric") in comparison["metrics"] else None
+        metric = metric or comparison["metrics"][0]
+        names = {run_id: block["name"] for run_id, block in comparison["runs"].items()}
+        context.update(
+            comparison=comparison,
+            metric=metric,
+            rows=[
+                {
+                    "run": run_id,
+                    "name": block["name"],
+                    "cells": [(block["metrics"][key], block["stderr"][key]) for key in comparison["metrics"]],
+                }
+                for run_id, block in comparison["runs"].items()
+            ],
+            tests=[{**test, "a_name": names[test["a"]], "b_name": names[test["b"]]} for test in comparison["tests"]],
+            interval_chart=charts.run_intervals_svg(comparison, metric),
+            difference_charts=[
+                charts.differences_svg(
+                    [
+                        a - b
+                        for a, b in zip(
+                            comparison["per_query"][test["a"]][metric],
+                            comparison["per_query"][test["b"]][metric],
+                            strict=True,
+                        )
+                    ],
+                    f"{metric}: {names[test['a']]} − {names[test['b']]}, per query",
+                )
+                for test in comparison["tests"]
+                if test["metric"] == metric
+            ],
+        )
+        return render(request, "evaluation/run_comparison.html", context)

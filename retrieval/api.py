@@ -21,6 +21,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from jobs.serializers import JobSerializer
 from retrieval import selectors
 from retrieval.errors import InputError
+from retrieval.metrics import evaluate_run
 from retrieval.models import Query
 from retrieval.serializers import (
     CollectionSerializer,
@@ -127,6 +128,27 @@ class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         serializer.is_valid(raise_exception=True)
         job = serializer.save()
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("metrics", str, description='e.g. "R@20 nDCG@10 MAP"; default: the usual set.'),
+            OpenApiParameter("by", str, many=True, description="Break down by a query field."),
+        ],
+        responses={200: OpenApiTypes.OBJECT},
+    )
+    @action(detail=True, methods=["get"], url_path="per-query")
+    def per_query(self, request, pk=None):
+        """evaluate_run's report with every query's values (`per_query`: query id -> metric ->
+        value); bad metric names -> 400 naming `metrics`."""
+        run = self.get_object()
+        return Response(
+            evaluate_run(
+                run,
+                request.query_params.get("metrics", ""),
+                per_query=True,
+                by=request.query_params.getlist("by"),
+            )
+        )
 
     @extend_schema(responses=TEXT_RESPONSE)
     @action(detail=True, methods=["get"], renderer_classes=[PlainTextRenderer])

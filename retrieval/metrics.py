@@ -1,5 +1,7 @@
-"""Retrieval metrics of a run: recall@k, mean rank, MRR@10, nDCG@10 and N-RODCG@10, each with a
-standard error, overall and per quote length (RELiC's Table A9).
+"""Retrieval metrics of a run: by default recall@k, mean rank, MRR@10, nDCG@10 and N-RODCG@10,
+each with a standard error, overall and per quote length (RELiC's Table A9); any cutoff the user
+asks for, in ir-measures / trec_eval naming (`R@20 nDCG@10 MRR@100 MAP P@5 N-RODCG@1`), per
+query and broken down by any query field.
 
 The per-query functions take plain numbers, so each can be checked against a reference
 (pytrec_eval, the papers' definitions); `evaluate_run` gathers those numbers from the database.
@@ -10,13 +12,14 @@ mean rank are exact even beyond the depth of the stored hits.
 from __future__ import annotations
 
 import math
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
 from .errors import InputError
-from .models import Hit, Passage, Qrel, Run
+from .models import Hit, Passage, Qrel, Query, Run
 from .services.candidates import candidate_sets
 
 RECALL_CUTOFFS = (1, 3, 5, 10, 50, 100)
@@ -31,6 +34,59 @@ METRICS = (
     f"ndcg@{CUTOFF}",
     f"n_rodcg@{CUTOFF}",
 )
+# ir-measures / trec_eval names (any case) -> our key stem; the cutoff rule of each.
+METRIC_NAMES = {
+    "r": "recall",
+    "recall": "recall",
+    "p": "p",
+    "precision": "p",
+    "ndcg": "ndcg",
+    "rr": "mrr",
+    "mrr": "mrr",
+    "map": "map",
+    "ap": "map",
+    "n-rodcg": "n_rodcg",
+    "n_rodcg": "n_rodcg",
+    "mean_rank": "mean_rank",
+    "meanrank": "mean_rank",
+}
+NEEDS_CUTOFF = {"recall", "p", "ndcg", "n_rodcg"}
+NO_CUTOFF = {"map", "mean_rank"}
+METRIC_PATTERN = re.compile(r"^(?P<name>[A-Za-z_-]+)(?:@(?P<cutoff>\d+))?$")
+
+
+def parse_metrics(text: str | Sequence[str] | None) -> tuple[str, ...]:
+    """Metric keys from names such as "R@20 nDCG@10 MRR@100 MAP P@5 N-RODCG@1" (or our own keys,
+    "recall@20"), separated by spaces or commas; None or empty: the default METRICS. Keys are in
+    the existing style: recall@20, ndcg@10, mrr@100, map, p@5, n_rodcg@1 (mrr without a cutoff:
+    the full ranking)."""
+    tokens = text.replace(",", " ").split() if isinstance(text, str) else list(text or [])
+    if not tokens:
+        return METRICS
+    keys = []
+    for token in tokens:
+        match = METRIC_PATTERN.match(token)
+        stem = METRIC_NAMES.get(match["name"].lower()) if match else None
+        if stem is None:
+            raise InputError(
+                f"unknown metric {token!r}; use R@k, P@k, nDCG@k, MRR@k, MAP, N-RODCG@k or mean_rank", field="metrics"
+            )
+        cutoff = match["cutoff"]
+        if cutoff is not None and (stem in NO_CUTOFF or int(cutoff) < 1):
+            raise InputError(
+                f"{token!r}: {stem} takes no cutoff" if stem in NO_CUTOFF else f"{token!r}: cutoff below 1",
+                field="metrics",
+            )
+        if cutoff is None and stem in NEEDS_CUTOFF:
+            raise InputError(f"{token!r} needs a cutoff, e.g. {match['name']}@10", field="metrics")
+        key = stem if cutoff is None else f"{stem}@{int(cutoff)}"
+        if key not in keys:
+            keys.append(key)
+    return tuple(keys)
+
+
+def _cutoff(key: str) -> int | None:
+    return int(key.partition("@")[2]) if "@" in key else None
 
 
 # --- one query ---------------------------------------------------------------------------------
@@ -49,9 +105,22 @@ def best_rank(relevant_ranks: Iterable[int], candidates: int) -> int:
     return min(relevant_ranks, default=candidates + 1)
 
 
-def reciprocal_rank_at(relevant_ranks: Iterable[int], k: int) -> float:
+def reciprocal_rank_at(relevant_ranks: Iterable[int], k: int | None) -> float:
+    """1 / the best relevant rank, 0 beyond k (k None: no cutoff)."""
     rank = min(relevant_ranks, default=None)
-    return 1.0 / rank if rank is not None and rank <= k else 0.0
+    return 1.0 / rank if rank is not None and (k is None or rank <= k) else 0.0
+
+
+def precision_at(relevant_ranks: Iterable[int], k: int) -> float:
+    """Share of the top k that is relevant (trec_eval's P_k: the divisor is k, always)."""
+    return sum(1 for rank in relevant_ranks if rank <= k) / k
+
+
+def average_precision(relevant_ranks: Iterable[int], relevant_count: int) -> float:
+    """trec_eval's AP: the precision at each relevant passage's rank, summed, over all the
+    query's relevant passages (one not ranked adds 0)."""
+    ranks = sorted(relevant_ranks)
+    return sum(found / rank for found, rank in enumerate(ranks, start=1)) / relevant_count
 
 
 def dcg(gains: Sequence[float]) -> float:
@@ -145,19 +214,34 @@ class QueryOutcome:
     relevances: dict[int, int]  # passage id -> relevance, every passage with relevance > 0
     relevant_ranks: dict[int, int]  # passage id -> exact rank, those in the candidate set
     candidates: int
-    top_gains: list[float] = field(default_factory=list)  # f(d) of the top CUTOFF hits, in order
+    top_gains: list[float] = field(default_factory=list)  # f(d) of the top hits, in order
     candidate_gains: list[float] = field(default_factory=list)  # non-zero f(d) over the candidate set
     quote_length: int | None = None
+    query: Query | None = None
 
-    def metrics(self) -> dict[str, float]:
+    def value(self, key: str) -> float:
+        """One metric by key (recall@20, p@5, ndcg@10, mrr@100, mrr, map, n_rodcg@1, mean_rank)."""
         ranks = list(self.relevant_ranks.values())
-        values = {f"recall@{k}": recall_at(ranks, len(self.relevances), k) for k in RECALL_CUTOFFS}
-        values["mean_rank"] = float(best_rank(ranks, self.candidates))
-        values[f"mrr@{CUTOFF}"] = reciprocal_rank_at(ranks, CUTOFF)
-        ranked_relevance = {rank: self.relevances[pk] for pk, rank in self.relevant_ranks.items()}
-        values[f"ndcg@{CUTOFF}"] = ndcg_at(ranked_relevance, self.relevances.values(), CUTOFF)
-        values[f"n_rodcg@{CUTOFF}"] = n_rodcg_at(self.top_gains, self.candidate_gains, CUTOFF)
-        return values
+        stem, k = key.partition("@")[0], _cutoff(key)
+        if stem == "recall":
+            return recall_at(ranks, len(self.relevances), k)
+        if stem == "p":
+            return precision_at(ranks, k)
+        if stem == "mrr":
+            return reciprocal_rank_at(ranks, k)
+        if stem == "map":
+            return average_precision(ranks, len(self.relevances))
+        if stem == "ndcg":
+            ranked_relevance = {rank: self.relevances[pk] for pk, rank in self.relevant_ranks.items()}
+            return ndcg_at(ranked_relevance, self.relevances.values(), k)
+        if stem == "n_rodcg":
+            return n_rodcg_at(self.top_gains, self.candidate_gains, k)
+        if stem == "mean_rank":
+            return float(best_rank(ranks, self.candidates))
+        raise InputError(f"unknown metric {key!r}", field="metrics")
+
+    def metrics(self, keys: Sequence[str] = METRICS) -> dict[str, float]:
+        return {key: self.value(key) for key in keys}
 
 
 def standard_error(values: Sequence[float]) -> float | None:
@@ -167,10 +251,10 @@ def standard_error(values: Sequence[float]) -> float | None:
     return float(np.std(values, ddof=1) / math.sqrt(len(values)))
 
 
-def summarize(outcomes: Sequence[QueryOutcome]) -> dict:
+def summarize(outcomes: Sequence[QueryOutcome], keys: Sequence[str] = METRICS) -> dict:
     """Mean and standard error of every metric over `outcomes`."""
-    per_query = [outcome.metrics() for outcome in outcomes]
-    columns = {name: [values[name] for values in per_query] for name in METRICS}
+    per_query = [outcome.metrics(keys) for outcome in outcomes]
+    columns = {name: [values[name] for values in per_query] for name in keys}
     return {
         "queries": len(outcomes),
         "metrics": {name: float(np.mean(column)) if column else None for name, column in columns.items()},
@@ -188,9 +272,10 @@ def _located(row: tuple) -> Located:
     return Located(pk, document_id, position(start, length))
 
 
-def _outcomes(run: Run) -> tuple[list[QueryOutcome], int]:
+def _outcomes(run: Run, gain_depth: int = CUTOFF) -> tuple[list[QueryOutcome], int]:
     """The evaluable queries' outcomes, and how many queries had no relevant passage at all.
-    N-RODCG reads the stored hits, so it sees the top 10 only when the run's depth reaches 10."""
+    N-RODCG reads the top `gain_depth` stored hits, so it sees the top k only when the run's
+    depth reaches k."""
     results = {result.query_id: result for result in run.query_results.all()}
     queries = [query for query in run.collection.queries.order_by("ordinal") if query.pk in results]
     relevances: dict[int, dict[int, int]] = {}
@@ -206,7 +291,9 @@ def _outcomes(run: Run) -> tuple[list[QueryOutcome], int]:
     }
     top_hits: dict[int, list[int]] = {}
     for query_id, passage_id in (
-        Hit.objects.filter(run=run, rank__lte=CUTOFF).order_by("query_id", "rank").values_list("query_id", "passage_id")
+        Hit.objects.filter(run=run, rank__lte=gain_depth)
+        .order_by("query_id", "rank")
+        .values_list("query_id", "passage_id")
     ):
         top_hits.setdefault(query_id, []).append(passage_id)
 
@@ -224,28 +311,62 @@ def _outcomes(run: Run) -> tuple[list[QueryOutcome], int]:
                     top_gains=[gains.get(pk, 0.0) for pk in top_hits.get(query.pk, [])],
                     candidate_gains=list(gains.values()),
                     quote_length=query.quote_length,
+                    query=query,
                 )
             )
     without_relevant = sum(1 for query in queries if query.pk not in relevances)
     return outcomes, without_relevant
 
 
-def evaluate_run(run: Run) -> dict:
-    """All metrics of a finished run, overall and by quote length. Queries without any relevant
-    passage cannot be scored; they are left out and counted in `queries_without_relevant`."""
+def query_field(query: Query, name: str) -> str:
+    """A query's value of `name` for breakdowns: a Query column (split, quote_length, book) or
+    a key of its metadata; "(none)" where it has none."""
+    value = getattr(query, QUERY_COLUMNS[name]) if name in QUERY_COLUMNS else (query.metadata or {}).get(name)
+    return "(none)" if value is None or value == "" else str(value)
+
+
+QUERY_COLUMNS = {"split": "split", "quote_length": "quote_length", "book": "document_id"}
+
+
+def run_outcomes(run: Run, keys: Sequence[str] = METRICS) -> tuple[list[QueryOutcome], int]:
+    """A finished run's per-query outcomes for `keys`, and how many queries had no relevant
+    passage (left out: they cannot be scored)."""
     if run.status != Run.Status.DONE:
         raise InputError(f"run {run.pk} is {run.status}, not done", field="run")
-    outcomes, without_relevant = _outcomes(run)
+    depths = [_cutoff(key) for key in keys if key.startswith("n_rodcg@")]
+    return _outcomes(run, max(depths, default=CUTOFF))
+
+
+def evaluate_run(
+    run: Run, metrics: Sequence[str] | None = None, *, per_query: bool = False, by: Sequence[str] = ()
+) -> dict:
+    """Metrics of a finished run (default METRICS; see parse_metrics), overall and by quote
+    length; with `per_query` each query's values (query external id -> metric -> value); with
+    `by` the same summary per value of each named query field (`query_field`). Queries without
+    any relevant passage cannot be scored; they are left out and counted in
+    `queries_without_relevant`."""
+    keys = parse_metrics(metrics)
+    outcomes, without_relevant = run_outcomes(run, keys)
     lengths = sorted({outcome.quote_length for outcome in outcomes if outcome.quote_length is not None})
-    return {
+    report = {
         "run_id": run.pk,
-        **summarize(outcomes),
+        **summarize(outcomes, keys),
         "queries_without_relevant": without_relevant,
         "by_quote_length": {
-            str(length): summarize([outcome for outcome in outcomes if outcome.quote_length == length])
+            str(length): summarize([outcome for outcome in outcomes if outcome.quote_length == length], keys)
             for length in lengths
         },
     }
+    if per_query:
+        report["per_query"] = {outcome.query.external_id: outcome.metrics(keys) for outcome in outcomes}
+    if by:
+        report["by"] = {}
+        for name in by:
+            groups: dict[str, list[QueryOutcome]] = {}
+            for outcome in outcomes:
+                groups.setdefault(query_field(outcome.query, name), []).append(outcome)
+            report["by"][name] = {value: summarize(groups[value], keys) for value in sorted(groups)}
+    return report
 
 
 def get_run(run_id, field: str = "run") -> Run:

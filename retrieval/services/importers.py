@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from django.db import models, transaction
@@ -336,6 +336,18 @@ class _BeirRecord:
     external_id: str
     text: str
     title: str = ""
+    metadata: dict = field(default_factory=dict)
+
+
+RECORD_KEYS = {"_id", "text", "title"}
+
+
+def _record_metadata(record: dict) -> dict:
+    """A record's other fields (BEIR's `metadata` object flattened in), kept for breakdowns
+    such as LitSearch's specificity or quality."""
+    extra = {key: value for key, value in record.items() if key not in RECORD_KEYS}
+    nested = extra.pop("metadata", None)
+    return {**(nested if isinstance(nested, dict) else {}), **extra}
 
 
 def _record_id(record: dict, key: str, file: Path, line: int, model: type[models.Model]) -> str:
@@ -368,17 +380,43 @@ def _parse_beir_records(path: Path, model: type[models.Model], *, with_title: bo
         text = _record_string(record, "text", path, line, required=True)
         title = _record_string(record, "title", path, line, required=False) if with_title else ""
         _check_length(title, _max_length(Passage, "title"), field="title", file=str(path), line=line)
-        records[external_id], lines[external_id] = _BeirRecord(external_id, text, title), line
+        metadata = {} if with_title else _record_metadata(record)
+        records[external_id], lines[external_id] = _BeirRecord(external_id, text, title, metadata), line
     if not records:
         raise InputError("no records", file=str(path))
     return records
 
 
-def _qrels_path(directory: Path) -> Path:
+QRELS_SPLITS = ("train", "dev")
+
+
+def _qrels_paths(directory: Path) -> dict[str, Path]:
+    """Split -> qrels file: "test" from qrels.tsv (or qrels/test.tsv), required; "train" and
+    "dev" from qrels/train.tsv and qrels/dev.tsv when present (the splits training uses)."""
+    paths = {}
     for candidate in (directory / "qrels.tsv", directory / "qrels" / "test.tsv"):
         if candidate.is_file():
-            return candidate
-    raise InputError("missing qrels.tsv (or qrels/test.tsv)", file=str(directory))
+            paths["test"] = candidate
+            break
+    else:
+        raise InputError("missing qrels.tsv (or qrels/test.tsv)", file=str(directory))
+    for split in QRELS_SPLITS:
+        if (directory / "qrels" / f"{split}.tsv").is_file():
+            paths[split] = directory / "qrels" / f"{split}.tsv"
+    return paths
+
+
+def _parse_split_qrels(directory: Path, queries: dict, corpus: dict) -> tuple[dict, dict[str, str]]:
+    """All splits' qrels, and query id -> split. A query belongs to one split only."""
+    qrels, splits = {}, {}
+    for split, path in _qrels_paths(directory).items():
+        for (query_id, corpus_id), score in _parse_qrels(path, queries, corpus).items():
+            if splits.setdefault(query_id, split) != split:
+                raise InputError(
+                    f"query '{query_id}' is already in the {splits[query_id]} split", file=str(path), field="query-id"
+                )
+            qrels[query_id, corpus_id] = score
+    return qrels, splits
 
 
 def _parse_qrels(path: Path, queries: dict, corpus: dict) -> dict[tuple[str, str], int]:
@@ -448,7 +486,7 @@ def import_beir(directory: str | Path, *, collection_name: str, progress: Progre
     corpus = _parse_beir_records(directory / "corpus.jsonl", Passage, with_title=True)
     progress(0.2, "reading queries")
     queries = _parse_beir_records(directory / "queries.jsonl", Query, with_title=False)
-    qrels = _parse_qrels(_qrels_path(directory), queries, corpus)
+    qrels, splits = _parse_split_qrels(directory, queries, corpus)
     pools_path = directory / "pools.jsonl"
     pools = _parse_pools(pools_path, queries, corpus) if pools_path.exists() else {}
     progress(0.3, "checked")
@@ -467,7 +505,14 @@ def import_beir(directory: str | Path, *, collection_name: str, progress: Progre
         ]
         _bulk_create(Passage, passages, progress, (0.3, 0.7), "passages")
         query_rows = [
-            Query(collection=collection, external_id=record.external_id, text=record.text, ordinal=ordinal)
+            Query(
+                collection=collection,
+                external_id=record.external_id,
+                text=record.text,
+                ordinal=ordinal,
+                split=splits.get(record.external_id, "test"),
+                metadata=record.metadata,
+            )
             for ordinal, record in enumerate(queries.values())
         ]
         _bulk_create(Query, query_rows, progress, (0.7, 0.8), "queries")
