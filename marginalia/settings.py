@@ -7,6 +7,7 @@ with DEBUG off the security settings below make `manage.py check --deploy` pass.
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -43,6 +44,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "axes",
     "jobs",
     "retrieval",
     "annotation",
@@ -58,6 +60,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "marginalia.urls"
@@ -99,6 +102,27 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes, attempts kept in the database so every web process sees them):
+# after MARGINALIA_LOGIN_FAILURE_LIMIT wrong passwords for one account, or from one address, every
+# sign-in there (/accounts/login/, /admin/login/) is refused with a 429 "too many attempts" page,
+# even with the right password, until MARGINALIA_LOGIN_COOLOFF_MINUTES pass without one. A success
+# clears the count. Addresses are REMOTE_ADDR; behind N reverse proxies set MARGINALIA_PROXY_COUNT=N
+# to read X-Forwarded-For instead (never trust it otherwise: it is the client's to forge).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("MARGINALIA_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("MARGINALIA_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = int(os.environ.get("MARGINALIA_PROXY_COUNT", "0"))
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if AXES_IPWARE_PROXY_COUNT else ("REMOTE_ADDR",)
+)
+# Sessions end MARGINALIA_SESSION_HOURS after sign-in; API tokens MARGINALIA_TOKEN_DAYS after
+# they were issued (marginalia/authentication.py).
+SESSION_COOKIE_AGE = int(os.environ.get("MARGINALIA_SESSION_HOURS", "12")) * 3600
+TOKEN_MAX_AGE = timedelta(days=int(os.environ.get("MARGINALIA_TOKEN_DAYS", "30")))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -129,7 +153,7 @@ MARGINALIA_STALE_JOB_MINUTES = int(os.environ.get("MARGINALIA_STALE_JOB_MINUTES"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "marginalia.authentication.ExpiringTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
