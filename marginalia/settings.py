@@ -1,8 +1,10 @@
 """Marginalia settings, read entirely from environment variables with safe local defaults.
 
-Local default: DEBUG on, SQLite next to the code, Redis on localhost (the run script starts one).
-Production: set DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS, DATABASE_URL, REDIS_URL;
-with DEBUG off the security settings below make `manage.py check --deploy` pass.
+Local default: SQLite next to the code, Redis on localhost (the run script starts one), plain
+HTTP on localhost with a built-in key, and DEBUG off: an error page never shows a traceback to
+whoever caused it. A developer who wants Django's debug pages asks: DJANGO_DEBUG=1 or
+MARGINALIA_DEBUG=1. Production: set DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS,
+DATABASE_URL, REDIS_URL; then the security settings below make `manage.py check --deploy` pass.
 """
 
 import os
@@ -26,12 +28,14 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+# DJANGO_DEBUG=0 declares a production deployment; unset, the platform runs locally.
+PRODUCTION = not env_bool("DJANGO_DEBUG", True)
+DEBUG = not PRODUCTION and (env_bool("DJANGO_DEBUG", False) or env_bool("MARGINALIA_DEBUG", False))
 _INSECURE_DEV_KEY = "django-insecure-marginalia-local-development-only-key-change-me-in-production"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", _INSECURE_DEV_KEY if DEBUG else "")
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "" if PRODUCTION else _INSECURE_DEV_KEY)
 if not SECRET_KEY:
     raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
-ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "" if PRODUCTION else "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -139,10 +143,12 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if not DEBUG
+        if PRODUCTION
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
+# Locally WhiteNoise serves static files straight from the apps (runserver does so only in DEBUG).
+WHITENOISE_USE_FINDERS = not PRODUCTION
 
 # Where models, embedding caches and other artifacts live; shared between web and workers.
 MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var"))
@@ -206,7 +212,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
 }
 
-if not DEBUG:
+if PRODUCTION:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True

@@ -12,7 +12,7 @@ from django.core.management.base import CommandError
 from annotation.services import get_study
 from evaluation.qrels import AGGREGATES, relevance_qrels, write_beir_folder, write_qrels_file
 from retrieval.errors import InputError
-from retrieval.management.base import JsonCommand
+from retrieval.management.base import JsonCommand, write_lines
 
 
 class Command(JsonCommand):
@@ -41,8 +41,7 @@ class Command(JsonCommand):
             export = relevance_qrels(get_study(options["study_id"], field="study"), options["aggregate"])
         except InputError as exc:
             raise CommandError(str(exc)) from exc
-        for line in export.lines():
-            self.stdout.write(line)
+        write_lines(self, export.lines())
 
     def run(self, *, study_id, aggregate, out, beir, **options):
         export = relevance_qrels(get_study(study_id, field="study"), aggregate)
