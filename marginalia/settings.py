@@ -1,12 +1,15 @@
 """Marginalia settings, read entirely from environment variables with safe local defaults.
 
-Local default: DEBUG on, SQLite next to the code, Redis on localhost (the run script starts one).
-Production: set DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS, DATABASE_URL, REDIS_URL;
-with DEBUG off the security settings below make `manage.py check --deploy` pass.
+Local default: SQLite next to the code, Redis on localhost (the run script starts one), plain
+HTTP on localhost with a built-in key, and DEBUG off: an error page never shows a traceback to
+whoever caused it. A developer who wants Django's debug pages asks: DJANGO_DEBUG=1 or
+MARGINALIA_DEBUG=1. Production: set DJANGO_DEBUG=0, DJANGO_SECRET_KEY, DJANGO_ALLOWED_HOSTS,
+DATABASE_URL, REDIS_URL; then the security settings below make `manage.py check --deploy` pass.
 """
 
 import os
 import tempfile
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
@@ -25,12 +28,14 @@ def env_list(name: str, default: str) -> list[str]:
     return [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
 
 
-DEBUG = env_bool("DJANGO_DEBUG", True)
+# DJANGO_DEBUG=0 declares a production deployment; unset, the platform runs locally.
+PRODUCTION = not env_bool("DJANGO_DEBUG", True)
+DEBUG = not PRODUCTION and (env_bool("DJANGO_DEBUG", False) or env_bool("MARGINALIA_DEBUG", False))
 _INSECURE_DEV_KEY = "django-insecure-marginalia-local-development-only-key-change-me-in-production"
-SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", _INSECURE_DEV_KEY if DEBUG else "")
+SECRET_KEY = os.environ.get("DJANGO_SECRET_KEY", "" if PRODUCTION else _INSECURE_DEV_KEY)
 if not SECRET_KEY:
     raise RuntimeError("DJANGO_SECRET_KEY must be set when DJANGO_DEBUG is off.")
-ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "localhost,127.0.0.1,[::1]" if DEBUG else "")
+ALLOWED_HOSTS = env_list("DJANGO_ALLOWED_HOSTS", "" if PRODUCTION else "localhost,127.0.0.1,[::1]")
 CSRF_TRUSTED_ORIGINS = env_list("DJANGO_CSRF_TRUSTED_ORIGINS", "")
 
 INSTALLED_APPS = [
@@ -43,6 +48,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "axes",
     "jobs",
     "retrieval",
     "annotation",
@@ -58,6 +64,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "marginalia.urls"
@@ -99,6 +106,27 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Login throttling (django-axes, attempts kept in the database so every web process sees them):
+# after MARGINALIA_LOGIN_FAILURE_LIMIT wrong passwords for one account, or from one address, every
+# sign-in there (/accounts/login/, /admin/login/) is refused with a 429 "too many attempts" page,
+# even with the right password, until MARGINALIA_LOGIN_COOLOFF_MINUTES pass without one. A success
+# clears the count. Addresses are REMOTE_ADDR; behind N reverse proxies set MARGINALIA_PROXY_COUNT=N
+# to read X-Forwarded-For instead (never trust it otherwise: it is the client's to forge).
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
+AXES_FAILURE_LIMIT = int(os.environ.get("MARGINALIA_LOGIN_FAILURE_LIMIT", "5"))
+AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("MARGINALIA_LOGIN_COOLOFF_MINUTES", "15")))
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_RESET_ON_SUCCESS = True
+AXES_VERBOSE = False
+AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
+AXES_IPWARE_PROXY_COUNT = int(os.environ.get("MARGINALIA_PROXY_COUNT", "0"))
+AXES_IPWARE_META_PRECEDENCE_ORDER = (
+    ("HTTP_X_FORWARDED_FOR", "REMOTE_ADDR") if AXES_IPWARE_PROXY_COUNT else ("REMOTE_ADDR",)
+)
+# Sessions end MARGINALIA_SESSION_HOURS after sign-in; API tokens MARGINALIA_TOKEN_DAYS after
+# they were issued (marginalia/authentication.py).
+SESSION_COOKIE_AGE = int(os.environ.get("MARGINALIA_SESSION_HOURS", "12")) * 3600
+TOKEN_MAX_AGE = timedelta(days=int(os.environ.get("MARGINALIA_TOKEN_DAYS", "30")))
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -115,10 +143,12 @@ STORAGES = {
     "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
     "staticfiles": {
         "BACKEND": "whitenoise.storage.CompressedManifestStaticFilesStorage"
-        if not DEBUG
+        if PRODUCTION
         else "django.contrib.staticfiles.storage.StaticFilesStorage"
     },
 }
+# Locally WhiteNoise serves static files straight from the apps (runserver does so only in DEBUG).
+WHITENOISE_USE_FINDERS = not PRODUCTION
 
 # Where models, embedding caches and other artifacts live; shared between web and workers.
 MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var"))
@@ -129,7 +159,7 @@ MARGINALIA_STALE_JOB_MINUTES = int(os.environ.get("MARGINALIA_STALE_JOB_MINUTES"
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.TokenAuthentication",
+        "marginalia.authentication.ExpiringTokenAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
@@ -182,7 +212,7 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": os.environ.get("DJANGO_LOG_LEVEL", "INFO")},
 }
 
-if not DEBUG:
+if PRODUCTION:
     SECURE_SSL_REDIRECT = env_bool("DJANGO_SECURE_SSL_REDIRECT", True)
     SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
     SESSION_COOKIE_SECURE = True

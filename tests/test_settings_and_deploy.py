@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 from django.contrib.auth import authenticate
 from django.core.management import call_command
+from django.test import RequestFactory
 
 from annotation.models import Study
 from demo import build_relic
@@ -146,7 +147,9 @@ def test_seeding_the_demo_twice_gives_one_of_everything_and_working_accounts():
     assert study.items.count() == DEMO_STUDY_ITEMS
     assert study.negatives_run.collection == collection
     for account in demo_accounts():
-        user = authenticate(username=account.username, password=account.password)
+        # Sign-in is throttled per address, so authentication needs the request it came with.
+        sign_in = RequestFactory().post("/accounts/login/")
+        user = authenticate(sign_in, username=account.username, password=account.password)
         assert user is not None and user.is_staff == account.is_staff
     assert set(study.annotators.values_list("username", flat=True)) == {
         account.username for account in demo_accounts() if not account.is_staff

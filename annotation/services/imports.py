@@ -10,9 +10,11 @@ All or nothing: the first bad row rejects the whole file (InputError naming the 
 field) and nothing is written. A row identical to a judgment already stored (same item,
 annotator and answer) is not written again and is counted as `rejected`; re-importing a file
 is therefore harmless and reports every row as rejected. A row that contradicts a stored
-judgment is an error: judgments are immutable. Unknown annotators are created as inactive
-users (they exist to own judgments, not to log in). Imported judgments take the item's free
-slots like web judgments, so an item never gets more than `judgments_per_item`.
+judgment is an error: judgments are immutable. New judgments may only name annotator accounts:
+a staff account, a superuser or an annotator blocked (everywhere or from the study) is an error.
+Unknown annotators are created as inactive users (they exist to own judgments, not to log in).
+Imported judgments take the item's free slots like web judgments, so an item never gets more
+than `judgments_per_item`.
 """
 
 from __future__ import annotations
@@ -31,7 +33,7 @@ from django.utils import timezone
 from retrieval.errors import InputError
 from retrieval.input_rules import read_jsonl
 
-from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study
+from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study, StudyBlock
 from .labels import Answer, validate_answer
 from .queue import clamp_seconds
 
@@ -77,6 +79,7 @@ def import_judgments(study: Study, path: str | Path) -> ImportResult:
                     line=row.line,
                     field="choice" if row.answer.choice else "label",
                 )
+        _refuse_borrowed_identities(study, new_rows, str(path))
         _write(study, new_rows, str(path))
     return ImportResult(imported=len(new_rows), rejected=len(rows) - len(new_rows))
 
@@ -172,6 +175,36 @@ def _stored_answers(study: Study) -> dict[tuple[int, str], str]:
             "item_id", "annotator__username", "choice_id", "label", "spans", "rubric", "rationale", "selections"
         )
     }
+
+
+def _refuse_borrowed_identities(study: Study, rows: list[_Row], file: str) -> None:
+    """New judgments may only be attributed to annotator accounts: never to staff or superusers
+    (whose judgments would then count in the study's statistics), nor to annotators blocked
+    everywhere or from this study. Names of no account are created below as inactive ones."""
+    User = get_user_model()
+    names = {row.annotator for row in rows}
+    users = {
+        user.get_username(): user
+        for user in User.objects.filter(**{f"{User.USERNAME_FIELD}__in": names}).select_related("annotator_profile")
+    }
+    blocked_here = set(
+        StudyBlock.objects.filter(study=study, annotator__in=users.values()).values_list("annotator_id", flat=True)
+    )
+    for row in rows:
+        user = users.get(row.annotator)
+        if user is None:
+            continue
+        profile = getattr(user, "annotator_profile", None)
+        if user.is_staff or user.is_superuser:
+            reason = "is a staff account"
+        elif profile is not None and profile.blocked:
+            reason = "is blocked from annotation"
+        elif user.pk in blocked_here:
+            reason = "is blocked from this study"
+        else:
+            continue
+        message = f"'{row.annotator}' {reason}; imported judgments may only name annotator accounts"
+        raise InputError(message, file=file, line=row.line, field="annotator")
 
 
 def _write(study: Study, rows: list[_Row], file: str) -> None:

@@ -4,10 +4,25 @@ stdout (the contract checks read it), bad input becomes a one-line error and a n
 from __future__ import annotations
 
 import json
+import os
+import sys
+from collections.abc import Iterable
 
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.errors import InputError
+
+
+def write_lines(command: BaseCommand, lines: Iterable[str]) -> None:
+    """Write `lines` to the command's stdout. A reader that stops early (`export_study 3 | head`)
+    closes the pipe: that ends the output quietly, exit status 0, instead of a BrokenPipeError
+    traceback; stdout then points at /dev/null so the interpreter's last flush cannot fail."""
+    try:
+        for line in lines:
+            command.stdout.write(line)
+        command.stdout.flush()
+    except BrokenPipeError:
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
 class JsonCommand(BaseCommand):
@@ -25,10 +40,8 @@ class JsonCommand(BaseCommand):
             summary = self.run(**options)
         except InputError as exc:
             raise CommandError(str(exc)) from exc
-        if options["json"]:
-            self.stdout.write(json.dumps(summary, sort_keys=True))
-        else:
-            self.stdout.write(self.format_text(summary))
+        text = json.dumps(summary, sort_keys=True) if options["json"] else self.format_text(summary)
+        write_lines(self, [text])
 
     def format_text(self, summary: dict) -> str:
         """The summary for a person to read; subclasses with nested results render tables."""

@@ -5,10 +5,11 @@ written; a BOM is accepted; an empty file is refused."""
 import json
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from django.core.management.base import CommandError
 
-from annotation.models import Assignment, Judgment
+from annotation.models import Assignment, Judgment, StudyBlock
 from annotation.services import claim_next_item
 from tests.factories import (
     api_client,
@@ -16,6 +17,7 @@ from tests.factories import (
     make_annotator,
     make_plot_relevance_study,
     make_relic_proxy_study,
+    make_user,
     submit_url,
     write_jsonl,
 )
@@ -131,3 +133,52 @@ def test_submit_accepts_a_bom(claimed):
     response = client.post(submit_url(study), data=body, content_type="application/json")
 
     assert response.status_code == 201
+
+
+# --- identities ------------------------------------------------------------------------------
+
+
+def identity_refusal(tmp_path, study, annotator: str) -> str:
+    row = export_study(study)[0]
+    good = {"item": row["item"], "annotator": "newcomer", "choice": row["gold"]}
+    path = write_jsonl(tmp_path / "rows.jsonl", [good, {**good, "annotator": annotator}])
+    return refusal(study, path)
+
+
+@pytest.mark.parametrize(
+    "make, reason",
+    [
+        (lambda: make_user("admin", staff=True), "is a staff account"),
+        (lambda: get_user_model().objects.create_superuser("admin", password="pw-for-tests"), "is a staff account"),
+        (lambda: make_annotator("admin", blocked=True), "is blocked from annotation"),
+    ],
+    ids=["staff", "superuser", "blocked-everywhere"],
+)
+def test_judgments_may_not_be_attributed_to_staff_or_blocked_accounts(tmp_path, make, reason):
+    study = make_relic_proxy_study(1)
+    make()
+
+    message = identity_refusal(tmp_path, study, "admin")
+
+    assert message.endswith(
+        f":2: field 'annotator': 'admin' {reason}; imported judgments may only name annotator accounts"
+    )
+    assert not get_user_model().objects.filter(username="newcomer").exists()
+
+
+def test_judgments_may_not_be_attributed_to_an_annotator_blocked_from_the_study(tmp_path):
+    study = make_relic_proxy_study(1)
+    StudyBlock.objects.create(study=study, annotator=make_annotator("ann"), reason="spam")
+
+    assert "'ann' is blocked from this study" in identity_refusal(tmp_path, study, "ann")
+
+
+def test_annotator_accounts_and_new_names_may_be_named(tmp_path):
+    study = make_relic_proxy_study(1)
+    make_annotator("ann")
+    row = export_study(study)[0]
+    rows = [{"item": row["item"], "annotator": name, "choice": row["gold"]} for name in ("ann", "newcomer")]
+
+    call_command("import_judgments", str(study.pk), str(write_jsonl(tmp_path / "rows.jsonl", rows)))
+
+    assert sorted(Judgment.objects.values_list("annotator__username", flat=True)) == ["ann", "newcomer"]

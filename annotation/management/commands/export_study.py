@@ -12,6 +12,7 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.selectors import study_export_rows
 from annotation.services import get_study
 from retrieval.errors import InputError
+from retrieval.management.base import write_lines
 
 
 class Command(BaseCommand):
@@ -25,5 +26,4 @@ class Command(BaseCommand):
             study = get_study(options["study_id"])
         except InputError as exc:
             raise CommandError(str(exc)) from exc
-        for row in study_export_rows(study):
-            self.stdout.write(json.dumps(row, sort_keys=True))
+        write_lines(self, (json.dumps(row, sort_keys=True) for row in study_export_rows(study)))

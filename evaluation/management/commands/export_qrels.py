@@ -13,7 +13,7 @@ from annotation.services import get_study
 from evaluation.aggregates import AGGREGATES
 from evaluation.qrels import relevance_qrels, write_beir_folder, write_qrels_file
 from retrieval.errors import InputError
-from retrieval.management.base import JsonCommand
+from retrieval.management.base import JsonCommand, write_lines
 
 
 class Command(JsonCommand):
@@ -42,8 +42,7 @@ class Command(JsonCommand):
             export = relevance_qrels(get_study(options["study_id"], field="study"), options["aggregate"])
         except InputError as exc:
             raise CommandError(str(exc)) from exc
-        for line in export.lines():
-            self.stdout.write(line)
+        write_lines(self, export.lines())
 
     def run(self, *, study_id, aggregate, out, beir, **options):
         export = relevance_qrels(get_study(study_id, field="study"), aggregate)

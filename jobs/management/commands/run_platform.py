@@ -180,7 +180,7 @@ class Command(BaseCommand):
             "--server",
             choices=["runserver", "gunicorn"],
             default="runserver",
-            help="runserver (default; serves static files in DEBUG) or gunicorn (runs collectstatic first).",
+            help="runserver (default; static files through WhiteNoise) or gunicorn (runs collectstatic first).",
         )
         parser.add_argument("--queues", default="cpu,gpu", help="Queues the worker consumes (default cpu,gpu).")
         parser.add_argument(

@@ -1,11 +1,9 @@
 """`export_run RUN_ID`: the run's hits as TREC run lines (`qid Q0 docid rank score tag`)."""
 
-import os
-import sys
-
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.errors import InputError
+from retrieval.management.base import write_lines
 from retrieval.metrics import get_run
 from retrieval.selectors import trec_run_lines
 
@@ -21,10 +19,4 @@ class Command(BaseCommand):
             run = get_run(options["run_id"])
         except InputError as exc:
             raise CommandError(str(exc)) from exc
-        try:
-            for line in trec_run_lines(run):
-                self.stdout.write(line)
-            self.stdout.flush()
-        except BrokenPipeError:
-            # The reader stopped early (`export_run 7 | head`): that is not an error of ours.
-            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        write_lines(self, trec_run_lines(run))
