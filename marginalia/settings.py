@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "retrieval",
     "annotation",
     "evaluation",
+    "console",
 ]
 
 MIDDLEWARE = [

@@ -1,6 +1,7 @@
-"""The staff dashboard: collections, recent runs with their key metrics, jobs with live progress,
-registered retrievers, and the forms that start a BM25 or dense run and train a dense retriever
-(each validated by the same serializer as its API twin)."""
+"""The staff dashboard (moved here from retrieval/views.py; same URL and name): collections,
+recent runs with their key metrics, jobs with live progress, registered retrievers, and the forms
+that start a BM25 or dense run and train a dense retriever (each validated by the same serializer
+as its API twin)."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def _render_dashboard(
     runs = list(selectors.runs_for_listing()[:RECENT_RUNS])
     return render(
         request,
-        "retrieval/dashboard.html",
+        "console/dashboard.html",
         {
             "collections": selectors.collections_with_counts(),
             "runs": [{"run": run, "metrics": selectors.key_metrics(selectors.run_metrics(run))} for run in runs],
