@@ -1,5 +1,7 @@
 """The staff study pages (moved here from annotation/views.py; same URLs and names): the list of
-studies and a study's page with its items, judgments, the training form and voiding. Thin: reads
+studies and a study's page with its items (the text annotators read), answers with rationales and
+marked excerpts, per-annotator progress, exports, the training form, voiding, and closing,
+reopening and deleting the study. Thin: reads
 come from `annotation.ui_selectors`, rules from `annotation.services`."""
 
 from __future__ import annotations
@@ -13,10 +15,14 @@ from annotation.forms import VoidJudgmentForm
 from annotation.models import Judgment, Study
 from annotation.serializers import StudyTrainingRequestSerializer
 from annotation.services import void_judgment
-from annotation.ui_selectors import staff_studies, staff_study_items, staff_study_summary
+from annotation.services.lifecycle import close_study, delete_study, reopen_study
+from annotation.ui_selectors import staff_studies, staff_study_summary
+from console.selectors import annotator_rows, study_facts, study_item_rows
 from retrieval import selectors as retrieval_selectors
 from retrieval.access import staff_required
+from retrieval.errors import InputError
 from retrieval.serializers import request_defaults, save_or_errors
+from retrieval.wording import counted
 
 
 @staff_required
@@ -45,7 +51,9 @@ def _render_study_detail(
         {
             "study": study,
             "overview": staff_study_summary(study),
-            "items": staff_study_items(study),
+            "items": study_item_rows(study),
+            "facts": study_facts(study),
+            "annotators": annotator_rows(study),
             "training_request": training_request or DEFAULT_STUDY_TRAINING_REQUEST,
             "training_errors": training_errors or {},
             "continuable_retrievers": retrieval_selectors.continuable_retrievers(),
@@ -98,3 +106,36 @@ def judgment_void(request, study_id: int, judgment_id: int):
     else:
         messages.error(request, f"Judgment {judgment.pk} was not voided: a reason is required.")
     return redirect(reverse("study_detail", args=[study_id]) + f"#item-{judgment.item_id}")
+
+
+@staff_required
+@require_POST
+def study_close(request, study_id: int):
+    study = close_study(get_object_or_404(Study, pk=study_id))
+    messages.success(request, f"Study “{study.name}” is closed: annotators get no more work; answers given stay.")
+    return redirect("study_detail", study_id=study.pk)
+
+
+@staff_required
+@require_POST
+def study_reopen(request, study_id: int):
+    study = reopen_study(get_object_or_404(Study, pk=study_id))
+    messages.success(request, f"Study “{study.name}” is open for annotation again.")
+    return redirect("study_detail", study_id=study.pk)
+
+
+@staff_required
+@require_POST
+def study_delete(request, study_id: int):
+    study = get_object_or_404(Study, pk=study_id)
+    try:
+        summary = delete_study(study, confirm_name=request.POST.get("confirm", ""))
+    except InputError as error:
+        messages.error(request, f"Not deleted: {error.message}.")
+        return redirect(reverse("study_detail", args=[study.pk]) + "#manage")
+    messages.success(
+        request,
+        f"Study “{summary['study']}” deleted with {counted(summary['items'], 'item')}"
+        f" and {counted(summary['judgments'], 'judgment')}.",
+    )
+    return redirect("study_list")

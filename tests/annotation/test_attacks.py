@@ -282,6 +282,8 @@ def concrete_path(name: str | None, template: str, world: World) -> str:
     )
     values = {
         "study_id": world.study.pk,
+        "collection_id": world.collection.pk,
+        "run_id": world.run.pk,
         "pk": pk,
         "item_id": world.judged_item.pk,
         "flag_id": world.flag.pk,

@@ -41,12 +41,14 @@ def staff_pages():
     has rows to lay out."""
     make_user("curator", staff=True)
     study = make_relic_proxy_study(4, name="layout study")
-    execute_run(create_run(study.collection, get_or_create_retriever("bm25"), depth=10))
+    run = execute_run(create_run(study.collection, get_or_create_retriever("bm25"), depth=10))
     annotator = make_annotator("reader")
     for item in study.items.all()[:2]:
         add_judgment(item, annotator, 0)
     return [
         "/dashboard/",
+        f"/runs/{run.pk}/",
+        f"/collections/{study.collection_id}/",
         "/studies/",
         f"/studies/{study.pk}/",
         "/studies/new/",
