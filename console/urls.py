@@ -3,11 +3,14 @@ creation, quality and adjudication; evaluation keeps the reports)."""
 
 from django.urls import path
 
-from console.views import collections, dashboard, runs, studies
+from console import api
+from console.views import collections, dashboard, runs, studies, uploads
 
 urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("dashboard/train/", dashboard.start_training, name="dashboard-train"),
+    path("dashboard/upload/", uploads.upload, name="dashboard-upload"),
+    path("api/uploads/", api.UploadView.as_view(), name="api-uploads"),
     path("collections/<int:collection_id>/", collections.collection_detail, name="collection_page"),
     path("collections/<int:collection_id>/rename/", collections.collection_rename, name="collection_rename"),
     path("collections/<int:collection_id>/delete/", collections.collection_delete, name="collection_delete"),

@@ -126,6 +126,14 @@ MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
 # A running job with no progress report for this long is failed: its worker is gone.
 MARGINALIA_STALE_JOB_MINUTES = int(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
+# Uploads from the dashboard and /api/uploads/ (console/uploads.py): the largest file accepted, and
+# for archives (a BEIR folder as .zip / .tar.gz) what they may unpack to.
+MARGINALIA_UPLOAD_MAX_BYTES = int(os.environ.get("MARGINALIA_UPLOAD_MAX_BYTES", str(200 * 1024 * 1024)))
+MARGINALIA_UPLOAD_MAX_EXTRACTED_BYTES = int(
+    os.environ.get("MARGINALIA_UPLOAD_MAX_EXTRACTED_BYTES", str(2 * 1024 * 1024 * 1024))
+)
+MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES = int(os.environ.get("MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES", "10000"))
+MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO = float(os.environ.get("MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO", "200"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
