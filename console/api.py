@@ -1,4 +1,10 @@
-"""`/api/uploads/`: GET lists the upload kinds (what each accepts and needs); POST a multipart
+"""The API's front door and uploads.
+
+`/api/`: the browsable root, a map of the API's collections of resources with links (signed-in
+users; it holds no data, like the schema), beside the API documentation at /api/docs/ (Swagger
+UI, served from drf-spectacular-sidecar's static files; not Redoc, whose page fetches web fonts).
+
+`/api/uploads/`: GET lists the upload kinds (what each accepts and needs); POST a multipart
 form `{kind, file, name, title, author, split, collection, study}` → 202 with the queued job
 (follow it at /api/jobs/ID/), or 400 with one line naming the field. Staff only."""
 
@@ -7,8 +13,9 @@ from __future__ import annotations
 from drf_spectacular.utils import OpenApiTypes, extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.parsers import FormParser, MultiPartParser
-from rest_framework.permissions import IsAdminUser
+from rest_framework.permissions import IsAdminUser, IsAuthenticated
 from rest_framework.response import Response
+from rest_framework.reverse import reverse
 from rest_framework.views import APIView
 
 from jobs.serializers import JobSerializer
@@ -57,3 +64,35 @@ class UploadView(APIView):
         except InputError as error:
             return Response({error.field or "file": [str(error)]}, status=status.HTTP_400_BAD_REQUEST)
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
+
+# What /api/ links to, by section: (name, URL name). Staff-only resources say so; annotators
+# reach their own work through /api/annotate/STUDY_ID/next/ and submit/.
+API_MAP = {
+    "documentation": [("schema", "api-schema"), ("swagger-ui", "api-docs")],
+    "retrieval (staff)": [
+        ("collections", "collection-list"),
+        ("queries", "query-list"),
+        ("runs", "run-list"),
+        ("retrievers", "retriever-list"),
+        ("uploads", "api-uploads"),
+    ],
+    "jobs (staff)": [("jobs", "job-list")],
+    "annotation (staff)": [("studies", "api-studies"), ("judgments", "api-judgments")],
+}
+
+
+class ApiRootView(APIView):
+    """The Marginalia API. Every staff page has a twin here; see /api/docs/ for every endpoint,
+    its parameters and its answers."""
+
+    permission_classes = [IsAuthenticated]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, format=None):
+        return Response(
+            {
+                section: {name: reverse(url_name, request=request, format=format) for name, url_name in links}
+                for section, links in API_MAP.items()
+            }
+        )

@@ -22,6 +22,8 @@ NAVIGATION = (
     NavLink("My studies", "home", staff_only=False),
     NavLink("Dashboard", "dashboard"),
     NavLink("Studies", "study_list"),
+    NavLink("API", "api-root"),
+    NavLink("API docs", "api-docs"),
     NavLink("Admin", "admin:index"),
 )
 

@@ -1,7 +1,10 @@
-"""The staff pages: dashboard, collections, runs and studies (the annotation app keeps study
+"""The staff pages: dashboard, collections, runs, studies and uploads; the API root and its
+documentation (Swagger UI) (the annotation app keeps study
 creation, quality and adjudication; evaluation keeps the reports)."""
 
 from django.urls import path
+from drf_spectacular.views import SpectacularSwaggerView
+from rest_framework.permissions import IsAuthenticated
 
 from console import api
 from console.views import collections, dashboard, runs, studies, uploads
@@ -10,6 +13,12 @@ urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
     path("dashboard/train/", dashboard.start_training, name="dashboard-train"),
     path("dashboard/upload/", uploads.upload, name="dashboard-upload"),
+    path("api/", api.ApiRootView.as_view(), name="api-root"),
+    path(
+        "api/docs/",
+        SpectacularSwaggerView.as_view(url_name="api-schema", permission_classes=[IsAuthenticated]),
+        name="api-docs",
+    ),
     path("api/uploads/", api.UploadView.as_view(), name="api-uploads"),
     path("collections/<int:collection_id>/", collections.collection_detail, name="collection_page"),
     path("collections/<int:collection_id>/rename/", collections.collection_rename, name="collection_rename"),

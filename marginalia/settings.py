@@ -43,6 +43,7 @@ INSTALLED_APPS = [
     "rest_framework",
     "rest_framework.authtoken",
     "drf_spectacular",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files, no CDN
     "jobs",
     "retrieval",
     "annotation",
@@ -158,6 +159,9 @@ SPECTACULAR_SETTINGS = {
         "StudyKindEnum": "annotation.models.Study.Kind",
         "StudyStatusEnum": "annotation.models.Study.Status",
     },
+    # /api/docs/ loads Swagger UI from drf-spectacular-sidecar's static files (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # Celery: one app, two queues. CPU work (BM25, imports, reports) goes to "cpu"; encoding and

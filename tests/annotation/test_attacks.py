@@ -240,6 +240,8 @@ ANNOTATOR_ROUTES = {
     "api-peer-review-next",
     "api-peer-review-verdict",
     "api-schema",
+    "api-root",
+    "api-docs",
 }
 # What anyone may open: the sign-in pages.
 PUBLIC_ROUTES = {"login", "admin:login"}
