@@ -9,11 +9,8 @@ urlpatterns = [
     path("", views.home, name="home"),
     path("annotate/<int:study_id>/", views.annotate, name="annotate"),
     path("annotate/<int:study_id>/qualification/retry/", views.qualification_retry, name="qualification_retry"),
-    path("studies/", views.study_list, name="study_list"),
     path("studies/new/", views.study_create, name="study_create"),
     path("studies/new/<str:kind>/", views.study_create, name="study_create_kind"),
-    path("studies/<int:study_id>/", views.study_detail, name="study_detail"),
-    path("studies/<int:study_id>/train/", views.study_train, name="study_train"),
     path("studies/<int:study_id>/quality/", views.study_quality, name="study_quality"),
     path("studies/<int:study_id>/quality/block/", views.annotator_block, name="annotator_block"),
     path("studies/<int:study_id>/quality/unblock/", views.annotator_unblock, name="annotator_unblock"),
@@ -23,5 +20,4 @@ urlpatterns = [
     path("studies/<int:study_id>/adjudicate/", views.study_adjudicate, name="study_adjudicate"),
     path("studies/<int:study_id>/adjudicate/<int:item_id>/", views.item_adjudicate, name="item_adjudicate"),
     path("studies/<int:study_id>/review/", views.peer_review, name="peer_review"),
-    path("studies/<int:study_id>/judgments/<int:judgment_id>/void/", views.judgment_void, name="judgment_void"),
 ]

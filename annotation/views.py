@@ -1,7 +1,7 @@
 """The annotation web pages: the annotator's home, annotation page (every kind, qualification
 round included) and peer-review page, and the staff pages to create studies of every kind,
-follow them, train a dense retriever on their judgments, void judgments, watch annotators'
-quality, block them and adjudicate. Thin: every
+watch annotators' quality, block them and adjudicate (the study list and study page live in
+console/). Thin: every
 rule lives in `annotation.services`, every read in `annotation.selectors` /
 `annotation.ui_selectors`."""
 
@@ -15,10 +15,8 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from retrieval import selectors as retrieval_selectors
 from retrieval.access import staff_required
 from retrieval.errors import InputError
-from retrieval.serializers import request_defaults, save_or_errors
 
 from .forms import (
     AdjudicationForm,
@@ -29,10 +27,8 @@ from .forms import (
     ProxyStudyForm,
     QuotabilityStudyForm,
     RelevanceStudyForm,
-    VoidJudgmentForm,
 )
-from .models import AnnotatorFlag, Item, Judgment, PeerReview, Study
-from .serializers import StudyTrainingRequestSerializer
+from .models import AnnotatorFlag, Item, PeerReview, Study
 from .services import (
     AnnotationForbidden,
     SubmissionRejected,
@@ -41,7 +37,6 @@ from .services import (
     create_relevance_study,
     next_work,
     submit_judgment,
-    void_judgment,
 )
 from .services.quality import (
     adjudicate,
@@ -63,9 +58,6 @@ from .ui_selectors import (
     qualification_checkpoint,
     qualification_outcome,
     quality_page,
-    staff_studies,
-    staff_study_items,
-    staff_study_summary,
 )
 
 
@@ -137,11 +129,6 @@ def _submit(request, study: Study) -> None:
         messages.add_message(request, messages.SUCCESS if outcome["passed"] else messages.WARNING, outcome["message"])
 
 
-@staff_required
-def study_list(request):
-    return render(request, "annotation/study_list.html", {"rows": staff_studies()})
-
-
 STUDY_KINDS = {
     Study.Kind.PROXY: (ProxyStudyForm, create_proxy_study),
     Study.Kind.RELEVANCE: (RelevanceStudyForm, create_relevance_study),
@@ -173,82 +160,6 @@ def study_create(request, kind: str = Study.Kind.PROXY):
             messages.success(request, f"Study “{creation.study.name}” created with {creation.items} items{skipped}.")
             return redirect("study_detail", study_id=creation.study.pk)
     return render(request, "annotation/study_form.html", {"form": form, "kind": Study.Kind(kind)})
-
-
-DEFAULT_STUDY_TRAINING_REQUEST = request_defaults(StudyTrainingRequestSerializer)
-
-
-def _study_with_run(study_id: int) -> Study:
-    return get_object_or_404(Study.objects.select_related("collection", "negatives_run"), pk=study_id)
-
-
-def _render_study_detail(
-    request,
-    study: Study,
-    *,
-    training_request: dict | None = None,
-    training_errors: dict | None = None,
-    status: int = 200,
-):
-    return render(
-        request,
-        "annotation/study_detail.html",
-        {
-            "study": study,
-            "overview": staff_study_summary(study),
-            "items": staff_study_items(study),
-            "training_request": training_request or DEFAULT_STUDY_TRAINING_REQUEST,
-            "training_errors": training_errors or {},
-            "continuable_retrievers": retrieval_selectors.continuable_retrievers(),
-            "default_model": retrieval_selectors.default_dense_model_label(),
-        },
-        status=status,
-    )
-
-
-@staff_required
-def study_detail(request, study_id: int):
-    return _render_study_detail(request, _study_with_run(study_id))
-
-
-@staff_required
-@require_POST
-def study_train(request, study_id: int):
-    """Queue a training on the study's judgments, then show it among the dashboard's jobs
-    (post/redirect/get); invalid input re-renders the study page with the errors in its form."""
-    study = _study_with_run(study_id)
-    job, errors = save_or_errors(
-        StudyTrainingRequestSerializer(data=request.POST, context={"study": study, "user": request.user})
-    )
-    if job is None:
-        return _render_study_detail(
-            request,
-            study,
-            status=400,
-            training_errors=errors,
-            training_request={**DEFAULT_STUDY_TRAINING_REQUEST, **request.POST.dict()},
-        )
-    messages.success(
-        request,
-        f"Training of “{job.parameters['name']}” on {job.parameters['pairs']} pairs from the "
-        f"judgments of “{study.name}” queued as job {job.pk} on the {job.queue} queue.",
-    )
-    return redirect(reverse("dashboard") + "#jobs")
-
-
-@staff_required
-@require_POST
-def judgment_void(request, study_id: int, judgment_id: int):
-    judgment = get_object_or_404(Judgment, pk=judgment_id, item__study_id=study_id)
-    form = VoidJudgmentForm(request.POST)
-    if form.is_valid():
-        void_judgment(judgment, by=request.user, reason=form.cleaned_data["reason"])
-        messages.success(
-            request, f"Judgment {judgment.pk} by {judgment.annotator} voided; its item is back in the queue."
-        )
-    else:
-        messages.error(request, f"Judgment {judgment.pk} was not voided: a reason is required.")
-    return redirect(reverse("study_detail", args=[study_id]) + f"#item-{judgment.item_id}")
 
 
 # --- quality control: staff --------------------------------------------------------------------

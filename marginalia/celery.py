@@ -22,5 +22,6 @@ app.conf.task_routes = {
     "retrieval.tasks.train_retriever": {"queue": "gpu"},
     "retrieval.tasks.import_run": {"queue": "cpu"},
     "jobs.tasks.ping": {"queue": "cpu"},
+    "console.tasks.process_upload": {"queue": "cpu"},
 }
 app.autodiscover_tasks()

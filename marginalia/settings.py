@@ -49,10 +49,12 @@ INSTALLED_APPS = [
     "rest_framework.authtoken",
     "drf_spectacular",
     "axes",
+    "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files, no CDN
     "jobs",
     "retrieval",
     "annotation",
     "evaluation",
+    "console",
 ]
 
 MIDDLEWARE = [
@@ -155,6 +157,14 @@ MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
 # A running job with no progress report for this long is failed: its worker is gone.
 MARGINALIA_STALE_JOB_MINUTES = int(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
+# Uploads from the dashboard and /api/uploads/ (console/uploads.py): the largest file accepted, and
+# for archives (a BEIR folder as .zip / .tar.gz) what they may unpack to.
+MARGINALIA_UPLOAD_MAX_BYTES = int(os.environ.get("MARGINALIA_UPLOAD_MAX_BYTES", str(200 * 1024 * 1024)))
+MARGINALIA_UPLOAD_MAX_EXTRACTED_BYTES = int(
+    os.environ.get("MARGINALIA_UPLOAD_MAX_EXTRACTED_BYTES", str(2 * 1024 * 1024 * 1024))
+)
+MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES = int(os.environ.get("MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES", "10000"))
+MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO = float(os.environ.get("MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO", "200"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -185,6 +195,9 @@ SPECTACULAR_SETTINGS = {
         "StudyKindEnum": "annotation.models.Study.Kind",
         "StudyStatusEnum": "annotation.models.Study.Status",
     },
+    # /api/docs/ loads Swagger UI from drf-spectacular-sidecar's static files (no CDN).
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
 # Celery: one app, two queues. CPU work (BM25, imports, reports) goes to "cpu"; encoding and

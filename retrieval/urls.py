@@ -1,11 +1,11 @@
-"""Retrieval routes: the staff REST API under /api/ and the staff dashboard at /dashboard/.
+"""Retrieval routes: the staff REST API under /api/ (the dashboard is console/).
 
 A SimpleRouter (no API root view), so /api/ stays free for the other apps' routes."""
 
 from django.urls import include, path
 from rest_framework.routers import SimpleRouter
 
-from retrieval import api, views
+from retrieval import api
 
 router = SimpleRouter()
 router.register("collections", api.CollectionViewSet, basename="collection")
@@ -15,6 +15,4 @@ router.register("retrievers", api.RetrieverViewSet, basename="retriever")
 
 urlpatterns = [
     path("api/", include(router.urls)),
-    path("dashboard/", views.dashboard, name="dashboard"),
-    path("dashboard/train/", views.start_training, name="dashboard-train"),
 ]

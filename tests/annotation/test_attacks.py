@@ -240,6 +240,8 @@ ANNOTATOR_ROUTES = {
     "api-peer-review-next",
     "api-peer-review-verdict",
     "api-schema",
+    "api-root",
+    "api-docs",
 }
 # What anyone may open: the sign-in pages.
 PUBLIC_ROUTES = {"login", "admin:login"}
@@ -282,6 +284,8 @@ def concrete_path(name: str | None, template: str, world: World) -> str:
     )
     values = {
         "study_id": world.study.pk,
+        "collection_id": world.collection.pk,
+        "run_id": world.run.pk,
         "pk": pk,
         "item_id": world.judged_item.pk,
         "flag_id": world.flag.pk,

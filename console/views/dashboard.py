@@ -1,14 +1,18 @@
-"""The staff dashboard: collections, recent runs with their key metrics, jobs with live progress,
-registered retrievers, and the forms that start a BM25 or dense run and train a dense retriever
-(each validated by the same serializer as its API twin)."""
+"""The staff dashboard (moved here from retrieval/views.py; same URL and name): collections,
+recent runs with their key metrics, jobs with live progress, registered retrievers, and the forms
+that start a BM25 or dense run and train a dense retriever (each validated by the same serializer
+as its API twin)."""
 
 from __future__ import annotations
 
+from django.conf import settings
 from django.contrib import messages
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
+from annotation.models import Study
+from console.uploads import OPTION_LABELS, UPLOAD_KINDS
 from jobs.selectors import jobs_for_listing
 from jobs.services import sweep_stale_jobs
 from retrieval import selectors
@@ -32,13 +36,15 @@ DEFAULT_RUN_REQUEST = {
 DEFAULT_TRAINING_REQUEST = request_defaults(TrainingRequestSerializer)
 
 
-def _render_dashboard(
+def render_dashboard(
     request,
     *,
     run_request: dict | None = None,
     errors: dict | None = None,
     training_request: dict | None = None,
     training_errors: dict | None = None,
+    upload_request: dict | None = None,
+    upload_error: str = "",
     status: int = 200,
 ):
     """The dashboard, with each form showing what was sent and its errors, else its defaults."""
@@ -46,7 +52,7 @@ def _render_dashboard(
     runs = list(selectors.runs_for_listing()[:RECENT_RUNS])
     return render(
         request,
-        "retrieval/dashboard.html",
+        "console/dashboard.html",
         {
             "collections": selectors.collections_with_counts(),
             "runs": [{"run": run, "metrics": selectors.key_metrics(selectors.run_metrics(run))} for run in runs],
@@ -60,6 +66,12 @@ def _render_dashboard(
             "errors": errors or {},
             "training_request": training_request or DEFAULT_TRAINING_REQUEST,
             "training_errors": training_errors or {},
+            "upload_kinds": UPLOAD_KINDS.values(),
+            "upload_option_labels": OPTION_LABELS,
+            "upload_request": upload_request or {},
+            "upload_error": upload_error,
+            "upload_limit": settings.MARGINALIA_UPLOAD_MAX_BYTES,
+            "studies": Study.objects.order_by("-created_at"),
         },
         status=status,
     )
@@ -71,10 +83,10 @@ def dashboard(request):
     """GET: the overview. POST: start a run, then come back here (post/redirect/get); invalid
     input re-renders the form with the errors next to their fields."""
     if request.method == "GET":
-        return _render_dashboard(request)
+        return render_dashboard(request)
     run, errors = save_or_errors(RunRequestSerializer(data=request.POST, context={"user": request.user}))
     if run is None:
-        return _render_dashboard(
+        return render_dashboard(
             request, run_request={**DEFAULT_RUN_REQUEST, **request.POST.dict()}, errors=errors, status=400
         )
     messages.success(request, f"Run {run.pk} queued as job {run.job_id} on the {run.job.queue} queue.")
@@ -88,7 +100,7 @@ def start_training(request):
     re-renders the dashboard with the errors next to the training form's fields."""
     job, errors = save_or_errors(TrainingRequestSerializer(data=request.POST, context={"user": request.user}))
     if job is None:
-        return _render_dashboard(
+        return render_dashboard(
             request,
             training_request={**DEFAULT_TRAINING_REQUEST, **request.POST.dict()},
             training_errors=errors,

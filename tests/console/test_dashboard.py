@@ -34,7 +34,7 @@ def test_staff_see_collections_runs_with_metrics_and_links_to_studies(staff_clie
 
     assert "austen-demo" in page
     assert f'data-run="{run.pk}"' in page
-    assert f"<td>{mean_rank:.3f}</td>" in page
+    assert f'<td class="num">{mean_rank:.3f}</td>' in page
     assert f'href="/api/runs/{run.pk}/trec/"' in page
     assert f'href="/api/collections/{collection.pk}/qrels/"' in page
     assert f'href="{reverse("study_list")}"' in page

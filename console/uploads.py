@@ -1,0 +1,278 @@
+"""Uploads from the dashboard and `/api/uploads/`: a file of one of the registered kinds is
+checked at once (kind, size, name ending, the options it needs, an archive's listing), kept in
+its own folder under MARGINALIA_DATA_DIR/uploads/ and imported by a worker job ("upload", on the
+cpu queue) through the same importer as the command line, with progress. The folder is removed
+when the job ends, whatever the outcome; an importer writes in one transaction, so a failed
+upload leaves nothing behind. Errors are one line naming the file as uploaded (inside an archive:
+`beir.zip/corpus.jsonl:3: field '_id': ...`).
+
+The kinds are a registry: a new kind is one `register(UploadKind(...))` call whose `run` takes
+(the file or unpacked folder, the options, progress) and returns the importer's summary. E.g. a
+TREC run into a collection, once retrieval has `import_trec_run`:
+
+    register(UploadKind(
+        "trec_run", "TREC run", (".txt", ".trec", ".run"), options=("collection", "name"),
+        required=("collection",),
+        run=lambda path, options, progress: import_trec_run(
+            collection_of(options), path, name=options.get("name") or path.stem, progress=progress),
+    ))
+"""
+
+from __future__ import annotations
+
+import shutil
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from celery import signature
+from django.conf import settings
+from django.db import transaction
+from django.utils.text import get_valid_filename
+
+from annotation.models import Study
+from annotation.services import import_judgments
+from jobs.models import Job
+from jobs.progress import Progress
+from jobs.services import create_job, dispatch, execute
+from retrieval.errors import InputError
+from retrieval.models import Collection
+from retrieval.services.importers import import_beir, import_book, import_relic
+from retrieval.services.qrels_import import import_qrels
+
+from . import archives
+
+JOB_KIND = "upload"
+# The task that runs `run_upload` (console/tasks.py), named so that this module need not import it.
+PROCESS_UPLOAD_TASK = "console.tasks.process_upload"
+# The options an upload may carry, with what the forms call them.
+OPTION_LABELS = {
+    "name": "Collection name",
+    "title": "Book title",
+    "author": "Author",
+    "split": "Split",
+    "collection": "Collection",
+    "study": "Study",
+}
+
+
+@dataclass(frozen=True)
+class UploadKind:
+    name: str
+    label: str
+    suffixes: tuple[str, ...]  # accepted file name endings, lower case
+    run: Callable[[Path, dict, Progress], dict]
+    options: tuple[str, ...] = ()
+    required: tuple[str, ...] = ()
+    help: str = ""
+
+    @property
+    def archive(self) -> bool:
+        return all(archives.is_archive(f"x{suffix}") for suffix in self.suffixes)
+
+
+UPLOAD_KINDS: dict[str, UploadKind] = {}
+
+
+def register(kind: UploadKind) -> UploadKind:
+    UPLOAD_KINDS[kind.name] = kind
+    return kind
+
+
+def collection_of(options: dict) -> Collection:
+    return Collection.objects.get(pk=options["collection"])
+
+
+def study_of(options: dict) -> Study:
+    return Study.objects.get(pk=options["study"])
+
+
+def _beir_root(folder: Path) -> Path:
+    """The unpacked folder holding corpus.jsonl: the archive's top, or its one top-level folder."""
+    if (folder / "corpus.jsonl").is_file():
+        return folder
+    inner = [path for path in folder.iterdir() if path.is_dir() and path.name != "__MACOSX"]
+    if len(inner) == 1 and (inner[0] / "corpus.jsonl").is_file():
+        return inner[0]
+    raise InputError("no corpus.jsonl at the archive's top or in its one folder", file=str(folder))
+
+
+def _judgments(path: Path, options: dict, progress: Progress) -> dict:
+    progress(0.0, "reading judgments")
+    return import_judgments(study_of(options), path).summary()
+
+
+register(
+    UploadKind(
+        "book",
+        "Book (.txt)",
+        (".txt",),
+        run=lambda path, options, progress: import_book(
+            path,
+            title=options["title"],
+            author=options.get("author", ""),
+            collection_name=options.get("name") or None,
+            progress=progress,
+        ),
+        options=("title", "author", "name"),
+        required=("title",),
+        help="Plain UTF-8 text; Gutenberg headers are stripped. A new collection (default name: the title).",
+    )
+)
+register(
+    UploadKind(
+        "relic",
+        "RELiC JSON",
+        (".json",),
+        run=lambda path, options, progress: import_relic(
+            path, collection_name=options.get("name") or None, split=options.get("split") or "test", progress=progress
+        ),
+        options=("name", "split"),
+        help="Books with their quotes and candidate windows; a new collection (default name: the file's).",
+    )
+)
+register(
+    UploadKind(
+        "beir",
+        "BEIR folder (.zip / .tar.gz)",
+        archives.ARCHIVE_SUFFIXES,
+        run=lambda path, options, progress: import_beir(
+            _beir_root(path), collection_name=options["name"], progress=progress
+        ),
+        options=("name",),
+        help="corpus.jsonl, queries.jsonl, qrels.tsv (or qrels/test.tsv), optional pools.jsonl; a new collection.",
+    )
+)
+register(
+    UploadKind(
+        "qrels",
+        "Qrels",
+        (".txt", ".tsv", ".qrels"),
+        run=lambda path, options, progress: import_qrels(collection_of(options), path, progress=progress),
+        options=("collection",),
+        required=("collection",),
+        help="TREC 'qid 0 docid relevance' lines or BEIR's qrels.tsv, into a collection without runs.",
+    )
+)
+register(
+    UploadKind(
+        "judgments",
+        "Judgments (JSONL)",
+        (".jsonl",),
+        run=_judgments,
+        options=("study",),
+        required=("study",),
+        help="One answer per line, as import_judgments reads them, into a study.",
+    )
+)
+
+
+def _suffix_ok(kind: UploadKind, filename: str) -> bool:
+    return filename.lower().endswith(kind.suffixes)
+
+
+def _archive_stem(filename: str) -> str:
+    lower = filename.lower()
+    for suffix in archives.ARCHIVE_SUFFIXES:
+        if lower.endswith(suffix):
+            return filename[: -len(suffix)]
+    return Path(filename).stem
+
+
+def _clean_options(kind: UploadKind, options: dict) -> dict:
+    cleaned = {name: str(options.get(name) or "").strip() for name in kind.options}
+    for name in kind.required:
+        if not cleaned[name]:
+            raise InputError(f"{OPTION_LABELS[name].lower()} is required for a {kind.label} upload", field=name)
+    for name, model in (("collection", Collection), ("study", Study)):
+        if cleaned.get(name):
+            if not cleaned[name].isdigit() or not model.objects.filter(pk=int(cleaned[name])).exists():
+                raise InputError(f"no {name} with id {cleaned[name]!r}", field=name)
+            cleaned[name] = int(cleaned[name])
+    return {name: value for name, value in cleaned.items() if value != ""}
+
+
+def upload_folder() -> Path:
+    return Path(settings.MARGINALIA_DATA_DIR) / "uploads"
+
+
+def queue_upload(kind_name: str, uploaded, options: dict, user=None) -> Job:
+    """Check the upload, keep it and queue its import; raises InputError (naming the field:
+    kind, file or an option) with nothing kept when the upload is refused."""
+    kind = UPLOAD_KINDS.get(kind_name or "")
+    if kind is None:
+        raise InputError(f"unknown upload kind {kind_name!r}; use one of: {', '.join(UPLOAD_KINDS)}", field="kind")
+    if uploaded is None:
+        raise InputError("choose a file to upload", field="file")
+    filename = get_valid_filename(Path(uploaded.name).name) or "upload"
+    limit = settings.MARGINALIA_UPLOAD_MAX_BYTES
+    if uploaded.size > limit:
+        raise InputError(
+            f"{uploaded.name} is {uploaded.size} bytes; uploads are limited to {limit} bytes"
+            " (MARGINALIA_UPLOAD_MAX_BYTES)",
+            field="file",
+        )
+    if not _suffix_ok(kind, filename):
+        raise InputError(f"{uploaded.name}: a {kind.label} upload ends in {' or '.join(kind.suffixes)}", field="file")
+    cleaned = _clean_options(kind, options)
+    if kind.name == "beir":
+        cleaned.setdefault("name", _archive_stem(uploaded.name))
+    folder = upload_folder() / uuid.uuid4().hex
+    folder.mkdir(parents=True)
+    try:
+        path = folder / filename
+        with path.open("wb") as sink:
+            for chunk in uploaded.chunks():
+                sink.write(chunk)
+        if kind.archive:
+            archives.check(path, label=uploaded.name)
+        with transaction.atomic():
+            parameters = {"upload": kind.name, "file": uploaded.name, "options": cleaned, "folder": folder.name}
+            job = create_job(JOB_KIND, "cpu", parameters, user=user)
+            return dispatch(job, signature(PROCESS_UPLOAD_TASK))
+    except BaseException:
+        shutil.rmtree(folder, ignore_errors=True)
+        raise
+
+
+def run_upload(job_id: int) -> dict:
+    """The worker's part: unpack an archive, run the kind's importer with the job's progress,
+    then remove the upload's folder (success, failure or cancellation alike)."""
+    job = Job.objects.get(pk=job_id)
+    parameters = job.parameters
+    kind = UPLOAD_KINDS[parameters["upload"]]
+    folder = upload_folder() / parameters["folder"]
+    label = parameters["file"]
+
+    def work(progress: Progress) -> dict:
+        path = folder / get_valid_filename(Path(label).name)
+        if kind.archive:
+            progress(0.0, "unpacking")
+            path = archives.extract(path, folder / "unpacked", label=label)
+        try:
+            summary = kind.run(path, parameters["options"], progress)
+        except InputError as error:
+            error.file = _as_uploaded(error.file, folder, label)
+            raise
+        return {"upload": kind.name, "file": label, **summary}
+
+    try:
+        return execute(job_id, work)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def _as_uploaded(file: str | None, folder: Path, label: str) -> str:
+    """An importer's file name as the uploader knows it: the upload's own name, or the path
+    inside the archive after it."""
+    if not file:
+        return label
+    try:
+        relative = Path(file).relative_to(folder)
+    except ValueError:
+        return file
+    parts = relative.parts
+    if parts and parts[0] == "unpacked":
+        return "/".join((label, *parts[1:])) if len(parts) > 1 else label
+    return label

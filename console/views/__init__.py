@@ -1,0 +1,1 @@
+"""The staff pages, one module per subject."""
