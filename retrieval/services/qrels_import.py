@@ -16,8 +16,9 @@ from django.db import transaction
 from jobs.progress import Progress, no_progress
 
 from ..errors import InputError
+from ..input_rules import read_lines
 from ..models import Collection, Qrel
-from .importers import QRELS_HEADER, _read_lines
+from .importers import QRELS_HEADER
 
 
 def import_qrels(collection: Collection, path: str | Path, *, progress: Progress = no_progress) -> dict:
@@ -33,7 +34,7 @@ def import_qrels(collection: Collection, path: str | Path, *, progress: Progress
     queries = dict(collection.queries.values_list("external_id", "pk"))
     passages = dict(collection.passages.values_list("external_id", "pk"))
     wanted: dict[tuple[int, int], tuple[int, int]] = {}  # (query pk, passage pk) -> (relevance, line)
-    for line, row in _read_lines(path):
+    for line, row in read_lines(path):
         columns = row.split()
         if not columns or (line == 1 and columns == QRELS_HEADER):
             continue
