@@ -80,6 +80,8 @@ def annotator_refusal(study: Study, annotator) -> str | None:
     profile = getattr(annotator, "annotator_profile", None)
     if profile is not None and profile.blocked:
         return "your account is blocked from annotation"
+    if profile is not None and profile.only_study_id not in (None, study.pk):
+        return "your account may work on another study only"
     if study.annotators.exists() and not study.annotators.filter(pk=annotator.pk).exists():
         return "you are not one of this study's annotators"
     if StudyBlock.objects.filter(study=study, annotator=annotator).exists():
@@ -133,6 +135,8 @@ def _claim(study: Study, annotator) -> Assignment | None:
     )
     if current is not None:
         return current
+    if reached_cap(study, annotator):
+        return None
     needy = list(
         claimable_items(study, annotator).order_by("live", "position").values_list("pk", flat=True)[:CLAIM_CANDIDATES]
     )
@@ -146,6 +150,20 @@ def _claim(study: Study, annotator) -> Assignment | None:
     if needy:
         raise _QueueMoved
     return None
+
+
+def reached_cap(study: Study, annotator) -> bool:
+    """Whether the annotator has judged the study's `max_items_per_annotator` formal items (a
+    voided judgment still counts: the work was done)."""
+    cap = study.max_items_per_annotator
+    if cap is None:
+        return False
+    return (
+        Judgment.objects.filter(item__study=study, annotator=annotator)
+        .exclude(item__role=Item.Role.QUALIFICATION)
+        .count()
+        >= cap
+    )
 
 
 def claimable_items(study: Study, annotator) -> QuerySet[Item]:

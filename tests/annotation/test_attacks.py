@@ -241,8 +241,9 @@ ANNOTATOR_ROUTES = {
     "api-peer-review-verdict",
     "api-schema",
 }
-# What anyone may open: the sign-in pages.
-PUBLIC_ROUTES = {"login", "admin:login"}
+# What anyone may open: the sign-in pages, an invitation link (its token is the key) and a crowd
+# study link (its slug and the participant's ids are; integrations' own attack tests cover them).
+PUBLIC_ROUTES = {"login", "admin:login", "invitation_accept", "crowd_entry", "crowd_done"}
 # Signing out is anyone's right; the sweeps skip it so that the attacker keeps their session.
 SKIPPED_ROUTES = {"logout", "admin:logout"}
 
@@ -293,6 +294,9 @@ def concrete_path(name: str | None, template: str, world: World) -> str:
         "id": world.victim.pk,
         "object_id": world.victim_judgment.pk,
         "content_type_id": 1,
+        "token": "not-an-invitation-token",
+        "slug": "not-a-crowd-link",
+        "participant": VICTIM,
     }
 
     def value(match):

@@ -1,0 +1,17 @@
+"""Staff REST routes of the integrations app (mounted under /api/)."""
+
+from django.urls import path
+
+from . import api
+
+urlpatterns = [
+    path("invitations/", api.InvitationsView.as_view(), name="api-invitations"),
+    path("studies/<int:pk>/recruiting/", api.RecruitingView.as_view(), name="api-study-recruiting"),
+    path("studies/<int:pk>/crowd-link/", api.CrowdLinkView.as_view(), name="api-study-crowd-link"),
+    path("studies/<int:pk>/participants/", api.ParticipantsView.as_view(), name="api-study-participants"),
+    path(
+        "studies/<int:pk>/participants/<str:participant>/screen-out/",
+        api.ScreenOutView.as_view(),
+        name="api-participant-screen-out",
+    ),
+]

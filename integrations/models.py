@@ -1,0 +1,74 @@
+"""Recruiting and the outside world: invitations for named annotators, crowd links and their
+participants (Prolific / MTurk), and webhooks with their delivery outbox.
+
+This app sits on top: it reads and writes annotation's studies and users, and hears the lower
+apps' events (annotation.events, jobs.events) through Django signals; no lower app imports it.
+Secrets that grant access (invitation tokens) are stored only as SHA-256 digests.
+"""
+
+from django.conf import settings
+from django.db import models
+
+from annotation.models import Study
+
+
+class Invitation(models.Model):
+    """A one-time link that lets its holder create an annotator account (choosing a username and
+    password) and puts that account on `studies`' annotator lists. Sent by e-mail when `email`
+    is given; otherwise staff pass the link on themselves."""
+
+    email = models.EmailField(blank=True)
+    token_digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the link's token.")
+    studies = models.ManyToManyField(Study, blank=True, related_name="invitations")
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    expires_at = models.DateTimeField()
+    emailed_at = models.DateTimeField(null=True, blank=True)
+    accepted_at = models.DateTimeField(null=True, blank=True)
+    accepted_by = models.OneToOneField(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="invitation"
+    )
+
+    class Meta:
+        ordering = ["-created_at"]
+
+
+class CrowdLink(models.Model):
+    """A study's public link for a crowd platform. `slug` is the unguessable part of the URL;
+    the participant, study and session ids come in the query string (Prolific: PROLIFIC_PID,
+    STUDY_ID, SESSION_ID; MTurk: workerId, hitId, assignmentId)."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="crowd_link")
+    slug = models.CharField(max_length=40, unique=True)
+    completion_code = models.CharField(max_length=64)
+    completion_url = models.URLField(
+        blank=True, help_text="Where a participant goes when done; {code} is replaced. Empty: Prolific's."
+    )
+    screened_out_code = models.CharField(max_length=64, blank=True)
+    active = models.BooleanField(default=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class Participant(models.Model):
+    """A crowd worker bound to their platform id: one passwordless account per (link, id) that
+    works on the link's study only (AnnotatorProfile.only_study)."""
+
+    class Status(models.TextChoices):
+        ACTIVE = "active"
+        COMPLETED = "completed"
+        SCREENED_OUT = "screened_out"
+
+    link = models.ForeignKey(CrowdLink, on_delete=models.CASCADE, related_name="participants")
+    external_id = models.CharField(max_length=64, help_text="PROLIFIC_PID or MTurk workerId.")
+    platform_study = models.CharField(max_length=64, blank=True, help_text="STUDY_ID or hitId.")
+    session = models.CharField(max_length=64, blank=True, help_text="SESSION_ID or assignmentId.")
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participant")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
+    created_at = models.DateTimeField(auto_now_add=True)
+    completed_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["created_at"]
+        constraints = [models.UniqueConstraint(fields=["link", "external_id"], name="participant_unique_per_link")]
