@@ -1,6 +1,6 @@
-"""Staff REST routes for recruiting: invitations, a study's named annotators and cap, its crowd
-link and participants. Everything here is staff-only (IsAdminUser): annotators and crowd
-participants get 403."""
+"""Staff REST routes for recruiting (invitations, a study's named annotators and cap, its crowd
+link and participants) and webhooks (registration and the delivery log). Everything here is
+staff-only (IsAdminUser): annotators and crowd participants get 403."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -11,11 +11,19 @@ from rest_framework.views import APIView
 
 from annotation.models import Study
 
-from .models import CrowdLink, Invitation
-from .selectors import invitation_row, participant_rows
-from .serializers import CrowdLinkSerializer, InvitationCreateSerializer, RecruitingSerializer, ScreenOutSerializer
+from .models import CrowdLink, Invitation, Webhook
+from .selectors import delivery_row, invitation_row, participant_rows, webhook_row
+from .serializers import (
+    CrowdLinkSerializer,
+    InvitationCreateSerializer,
+    RecruitingSerializer,
+    ScreenOutSerializer,
+    WebhookChangeSerializer,
+    WebhookSerializer,
+)
 from .services.crowd import completion_url, configure_crowd_link, screen_out, study_url
 from .services.invitations import invite_annotator, set_recruiting
+from .services.webhooks import register_webhook
 
 
 class StaffAPIView(APIView):
@@ -110,3 +118,50 @@ class ScreenOutView(StaffAPIView):
         form.is_valid(raise_exception=True)
         screened = screen_out(link, participant, by=request.user, reason=form.validated_data["reason"])
         return Response({"participant": screened.external_id, "status": screened.status})
+
+
+class WebhooksView(StaffAPIView):
+    """GET: every webhook (with its secret, for the receiver's set-up). POST `{url, events,
+    study, secret}`: register one (private addresses refused unless allowed) → 201."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        return Response([webhook_row(hook) for hook in Webhook.objects.all()])
+
+    @extend_schema(request=WebhookSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request):
+        form = WebhookSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        hook = register_webhook(**form.validated_data, created_by=request.user)
+        return Response(webhook_row(hook), status=status.HTTP_201_CREATED)
+
+
+class WebhookDetailView(StaffAPIView):
+    """GET one webhook; PATCH `{active}` pauses or resumes it; DELETE removes it and its log."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk: int):
+        return Response(webhook_row(get_object_or_404(Webhook, pk=pk)))
+
+    @extend_schema(request=WebhookChangeSerializer, responses={200: OpenApiTypes.OBJECT})
+    def patch(self, request, pk: int):
+        hook = get_object_or_404(Webhook, pk=pk)
+        form = WebhookChangeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        hook.active = form.validated_data["active"]
+        hook.save(update_fields=["active"])
+        return Response(webhook_row(hook))
+
+    def delete(self, request, pk: int):
+        get_object_or_404(Webhook, pk=pk).delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WebhookDeliveriesView(StaffAPIView):
+    """The delivery log of one webhook, newest first: status, attempts, last status code and
+    error, and every attempt."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk: int):
+        hook = get_object_or_404(Webhook, pk=pk)
+        return Response([delivery_row(d) for d in hook.deliveries.order_by("-pk")[:500]])

@@ -72,3 +72,50 @@ class Participant(models.Model):
     class Meta:
         ordering = ["created_at"]
         constraints = [models.UniqueConstraint(fields=["link", "external_id"], name="participant_unique_per_link")]
+
+
+class Webhook(models.Model):
+    """An outside URL told about events, for one study or (study empty) for all studies and
+    jobs. Every request is signed with HMAC-SHA256 under `secret` (see services/webhooks.py)."""
+
+    url = models.URLField(max_length=500)
+    secret = models.CharField(max_length=128, help_text="HMAC-SHA256 key; the receiver verifies with it.")
+    events = models.JSONField(default=list, blank=True, help_text="Event names; empty: every event.")
+    study = models.ForeignKey(
+        Study, null=True, blank=True, on_delete=models.CASCADE, related_name="webhooks", help_text="Empty: global."
+    )
+    active = models.BooleanField(default=True)
+    created_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["pk"]
+
+
+class WebhookDelivery(models.Model):
+    """The outbox: one event for one webhook, written in the transaction that caused the event
+    and delivered afterwards by a worker, with retries and backoff. `log` keeps every attempt."""
+
+    class Status(models.TextChoices):
+        PENDING = "pending"
+        DELIVERED = "delivered"
+        FAILED = "failed"
+
+    webhook = models.ForeignKey(Webhook, on_delete=models.CASCADE, related_name="deliveries")
+    delivery_id = models.UUIDField(unique=True, help_text="Sent as X-Marginalia-Delivery: receivers dedupe on it.")
+    event = models.CharField(max_length=40)
+    payload = models.JSONField()
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
+    attempts = models.PositiveIntegerField(default=0)
+    next_attempt_at = models.DateTimeField(help_text="Not before; also a claim's lease while it is sent.")
+    last_status_code = models.PositiveIntegerField(null=True, blank=True)
+    last_error = models.TextField(blank=True)
+    log = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    delivered_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["pk"]
+        indexes = [models.Index(fields=["status", "next_attempt_at"])]

@@ -5,7 +5,7 @@ from django.contrib.auth import get_user_model
 from annotation.models import Judgment, Study
 
 from .forms import AnnotatorsForm, CrowdLinkForm, InviteForm, ScreenOutForm
-from .models import CrowdLink, Invitation, Participant
+from .models import CrowdLink, Invitation, Participant, Webhook, WebhookDelivery
 from .services.crowd import study_url
 
 
@@ -69,4 +69,32 @@ def recruiting_page(study: Study, request) -> dict:
         "screen_out_form": ScreenOutForm(),
         "participants": participant_rows(link) if link else [],
         "participant_statuses": Participant.Status,
+    }
+
+
+def webhook_row(hook: Webhook) -> dict:
+    return {
+        "id": hook.pk,
+        "url": hook.url,
+        "events": hook.events,
+        "study": hook.study_id,
+        "secret": hook.secret,
+        "active": hook.active,
+        "created_at": hook.created_at,
+    }
+
+
+def delivery_row(delivery: WebhookDelivery) -> dict:
+    return {
+        "id": delivery.pk,
+        "delivery_id": str(delivery.delivery_id),
+        "event": delivery.event,
+        "status": delivery.status,
+        "attempts": delivery.attempts,
+        "last_status_code": delivery.last_status_code,
+        "last_error": delivery.last_error,
+        "log": delivery.log,
+        "created_at": delivery.created_at,
+        "delivered_at": delivery.delivered_at,
+        "next_attempt_at": delivery.next_attempt_at,
     }

@@ -29,3 +29,14 @@ class CrowdLinkSerializer(serializers.Serializer):
 
 class ScreenOutSerializer(serializers.Serializer):
     reason = serializers.CharField(max_length=300, default="screened out")
+
+
+class WebhookSerializer(serializers.Serializer):
+    url = serializers.URLField(max_length=500)
+    events = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all(), required=False, allow_null=True)
+    secret = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+
+
+class WebhookChangeSerializer(serializers.Serializer):
+    active = serializers.BooleanField()

@@ -136,6 +136,15 @@ MARGINALIA_INVITATION_DAYS = int(os.environ.get("MARGINALIA_INVITATION_DAYS", "1
 _crowd_redirect = int(os.environ.get("MARGINALIA_CROWD_REDIRECT_SECONDS", "5"))
 MARGINALIA_CROWD_REDIRECT_SECONDS = _crowd_redirect if _crowd_redirect >= 0 else None
 
+# Webhooks (integrations/services/webhooks.py): hosts on private, loopback or link-local
+# addresses are refused unless allowed (tests allow them for their local receiver); a failed
+# delivery is retried after BACKOFF x 2^(attempt-1) seconds (capped), MAX_ATTEMPTS in all.
+MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = env_bool("MARGINALIA_WEBHOOKS_ALLOW_PRIVATE", False)
+MARGINALIA_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_TIMEOUT_SECONDS", "10"))
+MARGINALIA_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("MARGINALIA_WEBHOOK_MAX_ATTEMPTS", "10"))
+MARGINALIA_WEBHOOK_BACKOFF_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_BACKOFF_SECONDS", "30"))
+MARGINALIA_WEBHOOK_BACKOFF_MAX_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_BACKOFF_MAX_SECONDS", "3600"))
+
 # E-mail (invitations): printed on the console unless an SMTP host is configured.
 EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "")
 EMAIL_BACKEND = os.environ.get(
@@ -190,6 +199,13 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic tasks, run by celery beat (entries defined above are kept; add yours the same way).
+CELERY_BEAT_SCHEDULE = globals().get("CELERY_BEAT_SCHEDULE", {})
+# Webhook deliveries that are due (broker or receiver was down): every minute.
+CELERY_BEAT_SCHEDULE["integrations-redeliver-webhooks"] = {
+    "task": "integrations.tasks.redeliver_webhooks",
+    "schedule": float(os.environ.get("MARGINALIA_WEBHOOK_REDELIVERY_SECONDS", "60")),
+}
 
 LOGGING = {
     "version": 1,
