@@ -6,7 +6,9 @@ from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status
+from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from annotation.models import Study
@@ -24,6 +26,16 @@ from .serializers import (
 from .services.crowd import completion_url, configure_crowd_link, screen_out, study_url
 from .services.invitations import invite_annotator, set_recruiting
 from .services.webhooks import register_webhook
+
+
+class TokenView(ObtainAuthToken):
+    """POST `{username, password}` → `{token}`: the API token of an active account (created on
+    first use), for scripts and the Python client. Throttled per client address (scope "token",
+    MARGINALIA_TOKEN_RATE): a 429 carries Retry-After. Crowd participants have no password, so
+    they never get one."""
+
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "token"
 
 
 class StaffAPIView(APIView):

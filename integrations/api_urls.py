@@ -5,6 +5,7 @@ from django.urls import path
 from . import api
 
 urlpatterns = [
+    path("auth/token/", api.TokenView.as_view(), name="api-token"),
     path("invitations/", api.InvitationsView.as_view(), name="api-invitations"),
     path("webhooks/", api.WebhooksView.as_view(), name="api-webhooks"),
     path("webhooks/<int:pk>/", api.WebhookDetailView.as_view(), name="api-webhook"),

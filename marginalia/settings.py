@@ -168,6 +168,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
+# POST /api/auth/token/ (integrations.api.TokenView): attempts per client address.
+REST_FRAMEWORK.setdefault("DEFAULT_THROTTLE_RATES", {})["token"] = os.environ.get("MARGINALIA_TOKEN_RATE", "30/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Marginalia API",
     "VERSION": "1.0.0",

@@ -241,9 +241,10 @@ ANNOTATOR_ROUTES = {
     "api-peer-review-verdict",
     "api-schema",
 }
-# What anyone may open: the sign-in pages, an invitation link (its token is the key) and a crowd
-# study link (its slug and the participant's ids are; integrations' own attack tests cover them).
-PUBLIC_ROUTES = {"login", "admin:login", "invitation_accept", "crowd_entry", "crowd_done"}
+# What anyone may open: the sign-in pages (the API's token exchange is one), an invitation link
+# (its token is the key) and a crowd study link (its slug and the participant's ids are;
+# integrations' own attack tests cover them).
+PUBLIC_ROUTES = {"login", "admin:login", "invitation_accept", "crowd_entry", "crowd_done", "api-token"}
 # Signing out is anyone's right; the sweeps skip it so that the attacker keeps their session.
 SKIPPED_ROUTES = {"logout", "admin:logout"}
 

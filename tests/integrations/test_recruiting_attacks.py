@@ -106,3 +106,13 @@ def test_a_participant_cannot_reach_another_participants_claim_or_answer_for_the
     )
     assert forged.status_code in (400, 403, 409)
     assert not victim.user.judgments.exists()
+
+
+def test_a_participant_account_gets_no_api_token(world):
+    participant = Participant.objects.get(external_id="VICTIM")
+    for password in ("", "password", "!"):
+        response = APIClient().post(
+            "/api/auth/token/", {"username": participant.user.username, "password": password}, format="json"
+        )
+        assert response.status_code == 400
+    assert not Token.objects.filter(user=participant.user).exists()
