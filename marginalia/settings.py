@@ -145,6 +145,10 @@ MARGINALIA_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("MARGINALIA_WEBHOOK_MAX_ATT
 MARGINALIA_WEBHOOK_BACKOFF_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_BACKOFF_SECONDS", "30"))
 MARGINALIA_WEBHOOK_BACKOFF_MAX_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_BACKOFF_MAX_SECONDS", "3600"))
 
+# export_dataset: more answer sources for a study's dataset (dotted paths of callables
+# `source(study) -> {item id: [answer dicts]}`, e.g. an LLM judge's answers), comma-separated.
+MARGINALIA_DATASET_ANSWER_SOURCES = env_list("MARGINALIA_DATASET_ANSWER_SOURCES", "")
+
 # E-mail (invitations): printed on the console unless an SMTP host is configured.
 EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "")
 EMAIL_BACKEND = os.environ.get(
