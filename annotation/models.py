@@ -41,6 +41,11 @@ class Study(models.Model):
         related_name="studies",
         help_text="Who may work on it. Empty: every active annotator.",
     )
+    max_items_per_annotator = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Most formal items one annotator (or crowd participant) may judge; empty: no cap.",
+    )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     # Quality control. A study with a qualification threshold shows each annotator its
     # qualification items first; formal work unlocks at `qualification_threshold` accuracy.
@@ -220,6 +225,15 @@ class AnnotatorProfile(models.Model):
     books_read = models.TextField(blank=True)
     blocked = models.BooleanField(default=False)
     blocked_reason = models.TextField(blank=True)
+    # A crowd participant's account exists for one study and may work on no other.
+    only_study = models.ForeignKey(
+        Study,
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="+",
+        help_text="Set for accounts that may work on this study only (crowd participants).",
+    )
 
     def __str__(self):
         return f"profile of {self.user}"

@@ -86,22 +86,29 @@ def _live_judgments(study: Study, role: str) -> QuerySet[Judgment]:
 
 
 def studies_open_to(annotator) -> QuerySet[Study]:
-    """Open studies that list this annotator, or list nobody (open to every annotator)."""
-    return (
-        Study.objects.filter(status=Study.Status.OPEN)
-        .filter(Q(annotators=None) | Q(annotators=annotator))
-        .distinct()
-        .order_by("name")
-    )
+    """Open studies that list this annotator, or list nobody (open to every annotator); only its
+    own study for an account bound to one (a crowd participant)."""
+    studies = Study.objects.filter(status=Study.Status.OPEN).filter(Q(annotators=None) | Q(annotators=annotator))
+    only_study = only_study_of(annotator)
+    if only_study is not None:
+        studies = studies.filter(pk=only_study)
+    return studies.distinct().order_by("name")
+
+
+def only_study_of(annotator) -> int | None:
+    """The one study id an account is bound to (crowd participants), or None."""
+    profile = getattr(annotator, "annotator_profile", None)
+    return profile.only_study_id if profile is not None else None
 
 
 def annotator_progress(study: Study, annotator) -> dict:
     """How many of the study's items this annotator has judged, out of all its formal items
-    (work and hidden gold alike; qualification questions are a round of their own)."""
-    return {
-        "done": Judgment.objects.filter(item__study=study, annotator=annotator).count(),
-        "total": study.items.exclude(role=Item.Role.QUALIFICATION).count(),
-    }
+    (work and hidden gold alike; qualification questions are a round of their own), or out of
+    the study's per-annotator cap when that is smaller."""
+    total = study.items.exclude(role=Item.Role.QUALIFICATION).count()
+    if study.max_items_per_annotator is not None:
+        total = min(total, study.max_items_per_annotator)
+    return {"done": Judgment.objects.filter(item__study=study, annotator=annotator).count(), "total": total}
 
 
 def shown_item(item: Item) -> dict:

@@ -39,6 +39,7 @@ class StudySerializer(serializers.ModelSerializer):
             "label_schema",
             "claim_minutes",
             "annotators",
+            "max_items_per_annotator",
             "parameters",
             "created_by",
             "created_at",

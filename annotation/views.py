@@ -60,6 +60,11 @@ from .ui_selectors import (
     quality_page,
 )
 
+# Where an annotator goes once nothing is left for them in a study, set in their session by
+# whatever sent them there (the crowd entry link sends participants on to their completion
+# code); study id (as text) → URL. Annotation itself knows nothing about the sender.
+FINISHED_REDIRECTS_SESSION_KEY = "annotation_finished_redirects"
+
 
 @login_required
 def home(request):
@@ -83,6 +88,9 @@ def annotate(request, study_id: int):
         work = next_work(study, request.user)
     except AnnotationForbidden as refusal:
         return _refused(request, study, refusal)
+    finished_redirect = request.session.get(FINISHED_REDIRECTS_SESSION_KEY, {}).get(str(study.pk))
+    if work["finished"] and finished_redirect:
+        return redirect(finished_redirect)
     return render(request, "annotation/annotate.html", {"study": study, "work": annotation_page(work, study)})
 
 

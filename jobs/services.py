@@ -20,6 +20,7 @@ from django.utils import timezone
 
 from jobs.models import Job
 
+from .events import job_finished
 from .progress import Progress
 
 
@@ -58,9 +59,10 @@ def request_cancel(job: Job) -> None:
     """Ask a job to stop. A pending job is cancelled at once; a running one stops at its next
     progress report."""
     Job.objects.filter(pk=job.pk).update(cancel_requested=True)
-    Job.objects.filter(pk=job.pk, status=Job.Status.PENDING).update(
+    if Job.objects.filter(pk=job.pk, status=Job.Status.PENDING).update(
         status=Job.Status.CANCELLED, finished_at=timezone.now(), message="cancelled before it started"
-    )
+    ):
+        announce_finished(job.pk)
 
 
 def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
@@ -74,24 +76,37 @@ def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
     try:
         result = work(job_progress(job_id)) or {}
     except JobCancelled:
-        Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
+        if Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
             status=Job.Status.CANCELLED, finished_at=timezone.now(), message="cancelled"
-        )
+        ):
+            announce_finished(job_id)
         return {"cancelled": True}
     except BaseException as exc:
         mark_failed(job_id, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
         raise
     # Only a job still running succeeds: one failed meanwhile as stale keeps its verdict.
-    Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
+    if Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
         status=Job.Status.SUCCEEDED, progress=1.0, result=result, finished_at=timezone.now(), message="done"
-    )
+    ):
+        announce_finished(job_id)
     return result
 
 
 def mark_failed(job_id: int, error: str) -> None:
-    Job.objects.filter(pk=job_id).exclude(status__in=[Job.Status.SUCCEEDED, Job.Status.CANCELLED]).update(
-        status=Job.Status.FAILED, error=error[:20000], finished_at=timezone.now()
-    )
+    was_failed = Job.objects.filter(pk=job_id, status=Job.Status.FAILED).exists()
+    if (
+        Job.objects.filter(pk=job_id)
+        .exclude(status__in=[Job.Status.SUCCEEDED, Job.Status.CANCELLED])
+        .update(status=Job.Status.FAILED, error=error[:20000], finished_at=timezone.now())
+        and not was_failed
+    ):
+        announce_finished(job_id)
+
+
+def announce_finished(job_id: int) -> None:
+    """Tell listeners (jobs.events.job_finished) that the job ended, right after the update that
+    ended it (so once)."""
+    job_finished.send(sender=Job, job=Job.objects.get(pk=job_id))
 
 
 @task_failure.connect
@@ -120,6 +135,7 @@ def fail_stale_jobs(older_than: timedelta) -> list[int]:
             error=f"the worker stopped reporting: no progress since {heartbeat_at.isoformat()}",
         ):
             failed.append(job_id)
+            announce_finished(job_id)
     return failed
 
 

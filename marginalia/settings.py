@@ -55,6 +55,7 @@ INSTALLED_APPS = [
     "annotation",
     "evaluation",
     "console",
+    "integrations",
 ]
 
 MIDDLEWARE = [
@@ -166,6 +167,40 @@ MARGINALIA_UPLOAD_MAX_EXTRACTED_BYTES = int(
 MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES = int(os.environ.get("MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES", "10000"))
 MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO = float(os.environ.get("MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO", "200"))
 
+# Integrations (integrations/): the site's public address for links made outside a request
+# (invitations sent by a command, the crowd link), how long an invitation link works, and how
+# many seconds a finished crowd participant sees their completion code before being sent back
+# to the recruiting platform (negative: never sent automatically).
+MARGINALIA_BASE_URL = os.environ.get("MARGINALIA_BASE_URL", "http://localhost:8000")
+MARGINALIA_INVITATION_DAYS = int(os.environ.get("MARGINALIA_INVITATION_DAYS", "14"))
+_crowd_redirect = int(os.environ.get("MARGINALIA_CROWD_REDIRECT_SECONDS", "5"))
+MARGINALIA_CROWD_REDIRECT_SECONDS = _crowd_redirect if _crowd_redirect >= 0 else None
+
+# Webhooks (integrations/services/webhooks.py): hosts on private, loopback or link-local
+# addresses are refused unless allowed (tests allow them for their local receiver); a failed
+# delivery is retried after BACKOFF x 2^(attempt-1) seconds (capped), MAX_ATTEMPTS in all.
+MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = env_bool("MARGINALIA_WEBHOOKS_ALLOW_PRIVATE", False)
+MARGINALIA_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_TIMEOUT_SECONDS", "10"))
+MARGINALIA_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("MARGINALIA_WEBHOOK_MAX_ATTEMPTS", "10"))
+MARGINALIA_WEBHOOK_BACKOFF_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_BACKOFF_SECONDS", "30"))
+MARGINALIA_WEBHOOK_BACKOFF_MAX_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_BACKOFF_MAX_SECONDS", "3600"))
+
+# export_dataset: more answer sources for a study's dataset (dotted paths of callables
+# `source(study) -> {item id: [answer dicts]}`, e.g. an LLM judge's answers), comma-separated.
+MARGINALIA_DATASET_ANSWER_SOURCES = env_list("MARGINALIA_DATASET_ANSWER_SOURCES", "")
+
+# E-mail (invitations): printed on the console unless an SMTP host is configured.
+EMAIL_HOST = os.environ.get("DJANGO_EMAIL_HOST", "")
+EMAIL_BACKEND = os.environ.get(
+    "DJANGO_EMAIL_BACKEND",
+    "django.core.mail.backends.smtp.EmailBackend" if EMAIL_HOST else "django.core.mail.backends.console.EmailBackend",
+)
+EMAIL_PORT = int(os.environ.get("DJANGO_EMAIL_PORT", "587"))
+EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", True)
+DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "marginalia@localhost")
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "rest_framework.authentication.SessionAuthentication",
@@ -183,6 +218,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
+# POST /api/auth/token/ (integrations.api.TokenView): attempts per client address.
+REST_FRAMEWORK.setdefault("DEFAULT_THROTTLE_RATES", {})["token"] = os.environ.get("MARGINALIA_TOKEN_RATE", "30/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Marginalia API",
     "VERSION": "1.0.0",
@@ -217,6 +254,13 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Periodic tasks, run by celery beat (entries defined above are kept; add yours the same way).
+CELERY_BEAT_SCHEDULE = globals().get("CELERY_BEAT_SCHEDULE", {})
+# Webhook deliveries that are due (broker or receiver was down): every minute.
+CELERY_BEAT_SCHEDULE["integrations-redeliver-webhooks"] = {
+    "task": "integrations.tasks.redeliver_webhooks",
+    "schedule": float(os.environ.get("MARGINALIA_WEBHOOK_REDELIVERY_SECONDS", "60")),
+}
 
 LOGGING = {
     "version": 1,

@@ -17,4 +17,5 @@ urlpatterns = [
     path("", include("annotation.urls")),
     path("", include("evaluation.urls")),
     path("", include("console.urls")),
+    path("", include("integrations.urls")),
 ]

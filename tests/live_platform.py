@@ -8,6 +8,7 @@ by tests/conftest.py; a test module may override `platform` (e.g. to add a data 
 """
 
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -92,3 +93,31 @@ def wait_for_job(database, job_id: int) -> dict:
 
 def worker_log(platform) -> str:
     return (platform["folder"] / "worker.log").read_text()[-3000:]
+
+
+@pytest.fixture(scope="module")
+def web_server(platform, worker):
+    """The web server on the platform's database, as run_platform starts it in development
+    (`runserver`, no reloader), beside the worker; yields its base URL."""
+    port = free_port()
+    log = (platform["folder"] / "web.log").open("w")
+    process = subprocess.Popen(
+        [*MANAGE, "runserver", f"127.0.0.1:{port}", "--noreload"],
+        env=platform["env"],
+        cwd=PROJECT_ROOT,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not port_is_open(port):
+        assert process.poll() is None and time.monotonic() < deadline, (platform["folder"] / "web.log").read_text()
+        time.sleep(0.2)
+    yield f"http://127.0.0.1:{port}"
+    stop_process(process)
+    log.close()
+
+
+def port_is_open(port: int) -> bool:
+    with socket.socket() as probe:
+        return probe.connect_ex(("127.0.0.1", port)) == 0

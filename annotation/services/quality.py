@@ -43,6 +43,7 @@ from django.utils import timezone
 
 from retrieval.errors import InputError
 
+from ..events import annotator_flagged
 from ..models import (
     Adjudication,
     AnnotatorFlag,
@@ -317,7 +318,8 @@ def refresh_flags(study: Study, *, min_evidence: int = MIN_FLAG_EVIDENCE) -> dic
             continue  # staff already judged this very evidence
         try:
             with transaction.atomic():
-                AnnotatorFlag.objects.create(study=study, annotator=annotator, reason=finding.reason, **fields)
+                flag = AnnotatorFlag.objects.create(study=study, annotator=annotator, reason=finding.reason, **fields)
+                annotator_flagged.send(sender=AnnotatorFlag, flag=flag)
             created += 1
         except IntegrityError:
             updated += 1  # a concurrent refresh raised the same flag

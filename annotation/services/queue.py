@@ -28,6 +28,7 @@ from django.utils import timezone
 
 from retrieval.errors import InputError
 
+from ..events import item_complete, judgment_submitted, study_complete
 from ..models import (
     LIVE_ASSIGNMENT_STATES,
     Assignment,
@@ -80,6 +81,8 @@ def annotator_refusal(study: Study, annotator) -> str | None:
     profile = getattr(annotator, "annotator_profile", None)
     if profile is not None and profile.blocked:
         return "your account is blocked from annotation"
+    if profile is not None and profile.only_study_id not in (None, study.pk):
+        return "your account may work on another study only"
     if study.annotators.exists() and not study.annotators.filter(pk=annotator.pk).exists():
         return "you are not one of this study's annotators"
     if StudyBlock.objects.filter(study=study, annotator=annotator).exists():
@@ -133,6 +136,8 @@ def _claim(study: Study, annotator) -> Assignment | None:
     )
     if current is not None:
         return current
+    if reached_cap(study, annotator):
+        return None
     needy = list(
         claimable_items(study, annotator).order_by("live", "position").values_list("pk", flat=True)[:CLAIM_CANDIDATES]
     )
@@ -146,6 +151,20 @@ def _claim(study: Study, annotator) -> Assignment | None:
     if needy:
         raise _QueueMoved
     return None
+
+
+def reached_cap(study: Study, annotator) -> bool:
+    """Whether the annotator has judged the study's `max_items_per_annotator` formal items (a
+    voided judgment still counts: the work was done)."""
+    cap = study.max_items_per_annotator
+    if cap is None:
+        return False
+    return (
+        Judgment.objects.filter(item__study=study, annotator=annotator)
+        .exclude(item__role=Item.Role.QUALIFICATION)
+        .count()
+        >= cap
+    )
 
 
 def claimable_items(study: Study, annotator) -> QuerySet[Item]:
@@ -292,6 +311,7 @@ def submit_judgment(
                 source=Judgment.Source.WEB,
             )
             Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
+            announce_judgment(judgment)
     except IntegrityError:
         # The database refused a second judgment of the same annotator: the first one stands.
         stored = Judgment.objects.filter(item=item, annotator=annotator).first()
@@ -301,6 +321,26 @@ def submit_judgment(
             ) from None
         return Submission(stored, created=False)
     return Submission(judgment, created=True)
+
+
+def announce_judgment(judgment: Judgment) -> None:
+    """Tell listeners (annotation.events) about a stored judgment, and about the item and the
+    study it completed, if it did. Called inside the submitting transaction."""
+    judgment_submitted.send(sender=Judgment, judgment=judgment)
+    item, study = judgment.item, judgment.item.study
+    if _submitted_count(Item.objects.filter(pk=item.pk)) < study.judgments_per_item:
+        return
+    item_complete.send(sender=Item, item=item)
+    formal = Item.objects.filter(study=study).exclude(role=Item.Role.QUALIFICATION)
+    if not formal.annotate(done=_SUBMITTED).filter(done__lt=study.judgments_per_item).exists():
+        study_complete.send(sender=Study, study=study)
+
+
+_SUBMITTED = Count("assignments", filter=Q(assignments__state=Assignment.State.SUBMITTED))
+
+
+def _submitted_count(items: QuerySet[Item]) -> int:
+    return items.annotate(done=_SUBMITTED).values_list("done", flat=True).first() or 0
 
 
 def _submit_qualification_answer(annotator, item: Item, **parts) -> Submission:

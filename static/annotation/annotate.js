@@ -382,9 +382,16 @@
     fetch(f.action, { method: "POST", body: new FormData(f), credentials: "same-origin" })
       .then(function (response) {
         if (!response.ok) throw new Error("status " + response.status);
+        if (response.redirected && new URL(response.url).pathname !== window.location.pathname) {
+          // The submission led off this page (e.g. a crowd participant's completion page): go there.
+          if (timer) timer.forget();
+          window.location.assign(response.url);
+          return null;
+        }
         return response.text();
       })
       .then(function (html) {
+        if (html === null) return;
         if (timer) timer.forget();
         state.timer = null;
         swapPage(new DOMParser().parseFromString(html, "text/html"));

@@ -243,8 +243,10 @@ ANNOTATOR_ROUTES = {
     "api-root",
     "api-docs",
 }
-# What anyone may open: the sign-in pages.
-PUBLIC_ROUTES = {"login", "admin:login"}
+# What anyone may open: the sign-in pages (the API's token exchange is one), an invitation link
+# (its token is the key) and a crowd study link (its slug and the participant's ids are;
+# integrations' own attack tests cover them).
+PUBLIC_ROUTES = {"login", "admin:login", "invitation_accept", "crowd_entry", "crowd_done", "api-token"}
 # Signing out is anyone's right; the sweeps skip it so that the attacker keeps their session.
 SKIPPED_ROUTES = {"logout", "admin:logout"}
 
@@ -297,6 +299,9 @@ def concrete_path(name: str | None, template: str, world: World) -> str:
         "id": world.victim.pk,
         "object_id": world.victim_judgment.pk,
         "content_type_id": 1,
+        "token": "not-an-invitation-token",
+        "slug": "not-a-crowd-link",
+        "participant": VICTIM,
     }
 
     def value(match):

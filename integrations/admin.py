@@ -1,0 +1,24 @@
+"""Django admin for integrations: records to look at. Invitations and crowd links are made
+through the recruiting page, API or commands (tokens are shown only there, once)."""
+
+from django.contrib import admin
+
+from .models import CrowdLink, Invitation, Participant
+
+
+@admin.register(Invitation)
+class InvitationAdmin(admin.ModelAdmin):
+    list_display = ["email", "created_at", "expires_at", "accepted_by"]
+    readonly_fields = ["token_digest", "accepted_at", "accepted_by", "emailed_at"]
+
+
+@admin.register(CrowdLink)
+class CrowdLinkAdmin(admin.ModelAdmin):
+    list_display = ["study", "completion_code", "active", "created_at"]
+
+
+@admin.register(Participant)
+class ParticipantAdmin(admin.ModelAdmin):
+    list_display = ["external_id", "link", "session", "status", "created_at", "completed_at"]
+    list_filter = ["status"]
+    readonly_fields = ["user", "link", "external_id", "platform_study", "session"]

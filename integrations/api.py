@@ -1,0 +1,179 @@
+"""Staff REST routes for recruiting (invitations, a study's named annotators and cap, its crowd
+link and participants) and webhooks (registration and the delivery log). Everything here is
+staff-only (IsAdminUser): annotators and crowd participants get 403."""
+
+from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework import permissions, status
+from rest_framework.authtoken.views import ObtainAuthToken
+from rest_framework.response import Response
+from rest_framework.throttling import ScopedRateThrottle
+from rest_framework.views import APIView
+
+from annotation.models import Study
+
+from .models import CrowdLink, Invitation, Webhook
+from .selectors import delivery_row, invitation_row, participant_rows, webhook_row
+from .serializers import (
+    CrowdLinkSerializer,
+    InvitationCreateSerializer,
+    RecruitingSerializer,
+    ScreenOutSerializer,
+    WebhookChangeSerializer,
+    WebhookSerializer,
+)
+from .services.crowd import completion_url, configure_crowd_link, screen_out, study_url
+from .services.invitations import invite_annotator, set_recruiting
+from .services.webhooks import register_webhook
+
+
+class TokenView(ObtainAuthToken):
+    """POST `{username, password}` → `{token}`: the API token of an active account (created on
+    first use), for scripts and the Python client. Throttled per client address (scope "token",
+    MARGINALIA_TOKEN_RATE): a 429 carries Retry-After. Crowd participants have no password, so
+    they never get one."""
+
+    throttle_classes = [ScopedRateThrottle]
+    throttle_scope = "token"
+
+
+class StaffAPIView(APIView):
+    permission_classes = [permissions.IsAdminUser]
+
+
+class InvitationsView(StaffAPIView):
+    """GET: invitations (never their links: only digests are stored). POST: a new one; the
+    response carries the one-time `url`, the only time it is shown."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        return Response([invitation_row(i) for i in Invitation.objects.select_related("accepted_by")[:500]])
+
+    @extend_schema(request=InvitationCreateSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request):
+        form = InvitationCreateSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        issued = invite_annotator(
+            studies=form.validated_data["studies"],
+            email=form.validated_data["email"],
+            created_by=request.user,
+            send=form.validated_data["send"],
+            base_url=request.build_absolute_uri("/"),
+        )
+        body = {**invitation_row(issued.invitation), "url": request.build_absolute_uri(issued.path)}
+        return Response(body, status=status.HTTP_201_CREATED)
+
+
+def _recruiting(study: Study) -> dict:
+    return {
+        "study": study.pk,
+        "annotators": sorted(study.annotators.values_list("username", flat=True)),
+        "max_items_per_annotator": study.max_items_per_annotator,
+    }
+
+
+class RecruitingView(StaffAPIView):
+    """A study's named annotators (empty: everyone) and per-annotator cap (null: none)."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk: int):
+        return Response(_recruiting(get_object_or_404(Study, pk=pk)))
+
+    @extend_schema(request=RecruitingSerializer, responses={200: OpenApiTypes.OBJECT})
+    def patch(self, request, pk: int):
+        study = get_object_or_404(Study, pk=pk)
+        form = RecruitingSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        set_recruiting(study, **form.validated_data)
+        return Response(_recruiting(study))
+
+
+def _crowd_link(link: CrowdLink, request) -> dict:
+    return {
+        "study": link.study_id,
+        "url": study_url(link, request.build_absolute_uri("/")),
+        "completion_code": link.completion_code,
+        "completion_url": completion_url(link),
+        "screened_out_code": link.screened_out_code,
+        "quota": Study.objects.values_list("max_items_per_annotator", flat=True).get(pk=link.study_id),
+        "active": link.active,
+    }
+
+
+class CrowdLinkView(StaffAPIView):
+    """GET: the study's crowd link (404 before one is made). PUT: make or change it."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk: int):
+        return Response(_crowd_link(get_object_or_404(CrowdLink, study_id=pk), request))
+
+    @extend_schema(request=CrowdLinkSerializer, responses={200: OpenApiTypes.OBJECT})
+    def put(self, request, pk: int):
+        study = get_object_or_404(Study, pk=pk)
+        form = CrowdLinkSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        return Response(_crowd_link(configure_crowd_link(study, **form.validated_data), request))
+
+
+class ParticipantsView(StaffAPIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk: int):
+        return Response(participant_rows(get_object_or_404(CrowdLink, study_id=pk)))
+
+
+class ScreenOutView(StaffAPIView):
+    @extend_schema(request=ScreenOutSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, pk: int, participant: str):
+        link = get_object_or_404(CrowdLink, study_id=pk)
+        form = ScreenOutSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        screened = screen_out(link, participant, by=request.user, reason=form.validated_data["reason"])
+        return Response({"participant": screened.external_id, "status": screened.status})
+
+
+class WebhooksView(StaffAPIView):
+    """GET: every webhook (with its secret, for the receiver's set-up). POST `{url, events,
+    study, secret}`: register one (private addresses refused unless allowed) → 201."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request):
+        return Response([webhook_row(hook) for hook in Webhook.objects.all()])
+
+    @extend_schema(request=WebhookSerializer, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request):
+        form = WebhookSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        hook = register_webhook(**form.validated_data, created_by=request.user)
+        return Response(webhook_row(hook), status=status.HTTP_201_CREATED)
+
+
+class WebhookDetailView(StaffAPIView):
+    """GET one webhook; PATCH `{active}` pauses or resumes it; DELETE removes it and its log."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk: int):
+        return Response(webhook_row(get_object_or_404(Webhook, pk=pk)))
+
+    @extend_schema(request=WebhookChangeSerializer, responses={200: OpenApiTypes.OBJECT})
+    def patch(self, request, pk: int):
+        hook = get_object_or_404(Webhook, pk=pk)
+        form = WebhookChangeSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        hook.active = form.validated_data["active"]
+        hook.save(update_fields=["active"])
+        return Response(webhook_row(hook))
+
+    def delete(self, request, pk: int):
+        get_object_or_404(Webhook, pk=pk).delete()
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class WebhookDeliveriesView(StaffAPIView):
+    """The delivery log of one webhook, newest first: status, attempts, last status code and
+    error, and every attempt."""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk: int):
+        hook = get_object_or_404(Webhook, pk=pk)
+        return Response([delivery_row(d) for d in hook.deliveries.order_by("-pk")[:500]])

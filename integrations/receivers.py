@@ -1,0 +1,45 @@
+"""Where the lower apps' events (annotation.events, jobs.events) become webhook deliveries:
+each signal writes its outbox rows inside the sender's transaction and queues them for a
+worker once that commits. Connected when the app is ready (IntegrationsConfig.ready)."""
+
+from django.db import transaction
+from django.dispatch import receiver
+
+from annotation.events import annotator_flagged, item_complete, judgment_submitted, study_complete
+from jobs.events import job_finished
+from jobs.models import Job
+
+from . import payloads
+from .services.webhooks import enqueue
+from .tasks import queue_deliveries
+
+
+def announce(event: str, payload: dict, *, study_id: int | None = None) -> None:
+    delivery_ids = enqueue(event, payload, study_id=study_id)
+    if delivery_ids:
+        transaction.on_commit(lambda: queue_deliveries(delivery_ids), robust=True)
+
+
+@receiver(judgment_submitted, dispatch_uid="integrations.judgment_submitted")
+def on_judgment_submitted(sender, judgment, **kwargs):
+    announce("judgment.submitted", payloads.judgment(judgment), study_id=judgment.item.study_id)
+
+
+@receiver(item_complete, dispatch_uid="integrations.item_complete")
+def on_item_complete(sender, item, **kwargs):
+    announce("item.complete", payloads.item(item), study_id=item.study_id)
+
+
+@receiver(study_complete, dispatch_uid="integrations.study_complete")
+def on_study_complete(sender, study, **kwargs):
+    announce("study.complete", payloads.study(study), study_id=study.pk)
+
+
+@receiver(annotator_flagged, dispatch_uid="integrations.annotator_flagged")
+def on_annotator_flagged(sender, flag, **kwargs):
+    announce("annotator.flagged", payloads.flag(flag), study_id=flag.study_id)
+
+
+@receiver(job_finished, dispatch_uid="integrations.job_finished")
+def on_job_finished(sender, job, **kwargs):
+    announce("job.failed" if job.status == Job.Status.FAILED else "job.finished", payloads.job(job))

@@ -1,0 +1,77 @@
+"""Recruiting in a real Chromium: an invited annotator accepts the one-time link, chooses a
+password and annotates; a crowd participant arriving from Prolific finishes a capped quota,
+sees the completion code and is sent back; a second participant id gets fresh work."""
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from annotation.models import Judgment
+from integrations.services.crowd import configure_crowd_link
+from integrations.services.invitations import invite_annotator
+from tests.factories import make_relic_proxy_study
+
+pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
+
+
+def answer_first_candidate(page, done_after: str) -> None:
+    page.keyboard.press("1")
+    page.keyboard.press("Enter")
+    expect(page.locator("#progress-text")).to_have_text(done_after)
+
+
+def test_an_invited_annotator_accepts_the_link_and_annotates(page):
+    study = make_relic_proxy_study(3, guidelines="Choose the sentence the critic quoted.")
+    issued = invite_annotator(studies=[study], email="ada@example.org")
+    page.goto(issued.path)
+    expect(page.locator("#invitation")).to_contain_text(study.name)
+    page.fill("#id_username", "ada")
+    page.fill("#id_password1", "a-long-Passphrase-42")
+    page.fill("#id_password2", "a-long-Passphrase-42")
+    page.get_by_role("button", name="Create my account").click()
+    page.wait_for_url(re.compile(r"/$"))
+    expect(page.locator("main")).to_contain_text(study.name)
+    page.get_by_role("link", name="Start").click()
+    expect(page.locator("#progress-text")).to_have_text("0 / 3")
+    answer_first_candidate(page, "1 / 3")
+    assert Judgment.objects.filter(annotator__username="ada", item__study=study).count() == 1
+    # The link was for one use only.
+    page.goto(issued.path)
+    expect(page.locator("h1")).to_have_text("This invitation link no longer works")
+
+
+def test_a_crowd_participant_finishes_the_quota_sees_the_code_and_a_second_one_gets_fresh_work(
+    browser, live_server, settings
+):
+    settings.MARGINALIA_CROWD_REDIRECT_SECONDS = 2
+    study = make_relic_proxy_study(5, judgments_per_item=1)
+    link = configure_crowd_link(
+        study, completion_code="CC-7731", quota=2, completion_url=f"{live_server.url}/accounts/login/?cc={{code}}"
+    )
+
+    def participant_page(pid: str):
+        context = browser.new_context(base_url=live_server.url)
+        context.set_default_timeout(20_000)
+        tab = context.new_page()
+        tab.goto(f"/crowd/{link.slug}/?PROLIFIC_PID={pid}&STUDY_ID=prolific-study&SESSION_ID=session-{pid}")
+        return context, tab
+
+    first_context, first = participant_page("5f0c1a2b3c4d5e6f7a8b9c0d")
+    expect(first.locator("#progress-text")).to_have_text("0 / 2")
+    answer_first_candidate(first, "1 / 2")
+    first.keyboard.press("1")
+    first.keyboard.press("Enter")
+    expect(first.locator("#completion-code")).to_have_text("CC-7731")
+    first.wait_for_url(re.compile(r"/accounts/login/\?cc=CC-7731$"))  # sent back to the platform
+    first_items = set(Judgment.objects.filter(item__study=study).values_list("item_id", flat=True))
+    assert len(first_items) == 2
+    first_context.close()
+
+    second_context, second = participant_page("6a1b2c3d4e5f6a7b8c9d0e1f")
+    expect(second.locator("#progress-text")).to_have_text("0 / 2")
+    shown = int(second.locator("input[name=item]").input_value())
+    assert shown not in first_items
+    answer_first_candidate(second, "1 / 2")
+    second_context.close()
+    assert Judgment.objects.filter(item__study=study).count() == 3

@@ -1,0 +1,118 @@
+"""Attacks on recruiting: annotators (by session or token), crowd participants and anonymous
+visitors try every recruiting route (inviting, naming annotators, the cap, the crowd link, its
+participants, screening out) and change nothing. The project-wide route sweep in
+tests/annotation/test_attacks.py holds these routes to the staff rule as well."""
+
+import pytest
+from django.test import Client
+from rest_framework.authtoken.models import Token
+from rest_framework.test import APIClient
+
+from annotation.models import Study
+from integrations.models import CrowdLink, Invitation, Participant
+from integrations.services.crowd import configure_crowd_link
+from tests.factories import make_annotator, make_relic_proxy_study
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def world():
+    study = make_relic_proxy_study(3)
+    link = configure_crowd_link(study, completion_code="SECRET-CODE", quota=1)
+    victim = Client()
+    victim.get(f"/crowd/{link.slug}/", {"PROLIFIC_PID": "VICTIM", "SESSION_ID": "S1"})
+    return {"study": study, "link": link}
+
+
+def fingerprint() -> dict:
+    return {
+        "invitations": Invitation.objects.count(),
+        "studies": sorted(Study.objects.values_list("pk", "max_items_per_annotator")),
+        "annotators": sorted(Study.annotators.through.objects.values_list("study_id", "user_id")),
+        "links": sorted(CrowdLink.objects.values_list("pk", "completion_code", "completion_url", "active")),
+        "participants": sorted(Participant.objects.values_list("pk", "status")),
+    }
+
+
+def attacker_clients(link) -> dict:
+    annotator = make_annotator("attacker")
+    session = Client()
+    session.force_login(annotator)
+    token = APIClient()
+    token.credentials(HTTP_AUTHORIZATION=f"Token {Token.objects.create(user=annotator).key}")
+    participant = Client()
+    participant.get(f"/crowd/{link.slug}/", {"PROLIFIC_PID": "ATTACKER", "SESSION_ID": "S9"})
+    return {"anonymous": Client(), "annotator": session, "token": token, "participant": participant}
+
+
+def attacks(study_id: int) -> list[tuple[str, str, dict]]:
+    return [
+        ("post", "/api/invitations/", {"email": "x@example.org", "studies": [study_id]}),
+        ("get", "/api/invitations/", {}),
+        ("patch", f"/api/studies/{study_id}/recruiting/", {"max_items_per_annotator": 99}),
+        ("get", f"/api/studies/{study_id}/recruiting/", {}),
+        ("put", f"/api/studies/{study_id}/crowd-link/", {"completion_code": "MINE"}),
+        ("get", f"/api/studies/{study_id}/crowd-link/", {}),
+        ("get", f"/api/studies/{study_id}/participants/", {}),
+        ("post", f"/api/studies/{study_id}/participants/VICTIM/screen-out/", {}),
+        ("get", f"/studies/{study_id}/recruiting/", {}),
+        ("post", f"/studies/{study_id}/recruiting/invite/", {"email": ""}),
+        ("post", f"/studies/{study_id}/recruiting/annotators/", {"max_items_per_annotator": "99"}),
+        ("post", f"/studies/{study_id}/recruiting/crowd/", {"completion_code": "MINE"}),
+        ("post", f"/studies/{study_id}/recruiting/screen-out/", {"participant": "VICTIM"}),
+    ]
+
+
+def test_nobody_but_staff_can_invite_recruit_or_manage_the_crowd_link(world):
+    clients = attacker_clients(world["link"])
+    before = fingerprint()
+    for who, client in clients.items():
+        for method, path, data in attacks(world["study"].pk):
+            if isinstance(client, APIClient):
+                response = getattr(client, method)(path, data, format="json")
+            else:
+                response = getattr(client, method)(path, data, content_type="application/json")
+            refused = response.status_code in (401, 403) or (
+                response.status_code == 302 and response["Location"].startswith("/accounts/login/")
+            )
+            assert refused, f"{who} {method.upper()} {path} answered {response.status_code}"
+            assert "SECRET-CODE" not in response.content.decode(errors="replace")
+    assert fingerprint() == before
+
+
+def test_a_participant_cannot_sign_in_with_a_password_or_open_the_admin(world):
+    participant = Participant.objects.get(external_id="VICTIM")
+    client = Client()
+    assert not client.login(username=participant.user.username, password="")
+    signed_in = Client()
+    signed_in.get(f"/crowd/{world['link'].slug}/", {"PROLIFIC_PID": "VICTIM", "SESSION_ID": "S1"})
+    assert signed_in.get("/admin/").status_code == 302
+    assert signed_in.get("/dashboard/").status_code in (302, 403)
+
+
+def test_a_participant_cannot_reach_another_participants_claim_or_answer_for_them(world):
+    study = world["study"]
+    victim = Participant.objects.get(external_id="VICTIM")
+    victim_client = Client()
+    victim_client.force_login(victim.user)
+    victim_item = victim_client.get(f"/api/annotate/{study.pk}/next/").json()["item"]
+    attacker = Client()
+    attacker.get(f"/crowd/{world['link'].slug}/", {"PROLIFIC_PID": "ATTACKER", "SESSION_ID": "S9"})
+    attacker_next = attacker.get(f"/api/annotate/{study.pk}/next/").json()
+    assert attacker_next["item"] != victim_item
+    forged = attacker.post(
+        f"/api/annotate/{study.pk}/submit/", {"item": victim_item, "position": 0}, content_type="application/json"
+    )
+    assert forged.status_code in (400, 403, 409)
+    assert not victim.user.judgments.exists()
+
+
+def test_a_participant_account_gets_no_api_token(world):
+    participant = Participant.objects.get(external_id="VICTIM")
+    for password in ("", "password", "!"):
+        response = APIClient().post(
+            "/api/auth/token/", {"username": participant.user.username, "password": password}, format="json"
+        )
+        assert response.status_code == 400
+    assert not Token.objects.filter(user=participant.user).exists()
