@@ -21,5 +21,7 @@ app.conf.task_routes = {
     "retrieval.tasks.run_dense": {"queue": "gpu"},
     "retrieval.tasks.train_retriever": {"queue": "gpu"},
     "jobs.tasks.ping": {"queue": "cpu"},
+    "judges.tasks.judge_study_on_gpu": {"queue": "gpu"},
+    "judges.tasks.judge_study_on_cpu": {"queue": "cpu"},
 }
 app.autodiscover_tasks()

@@ -47,6 +47,7 @@ INSTALLED_APPS = [
     "retrieval",
     "annotation",
     "evaluation",
+    "judges",
 ]
 
 MIDDLEWARE = [
@@ -125,6 +126,10 @@ MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
 # A running job with no progress report for this long is failed: its worker is gone.
 MARGINALIA_STALE_JOB_MINUTES = int(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
+# Judges: the prompt templates (one file per study kind) and the most seconds to wait when an
+# endpoint answers 429 with a longer Retry-After.
+MARGINALIA_JUDGE_PROMPTS_DIR = Path(os.environ.get("MARGINALIA_JUDGE_PROMPTS_DIR", BASE_DIR / "judges" / "prompts"))
+MARGINALIA_JUDGE_MAX_RETRY_WAIT = float(os.environ.get("MARGINALIA_JUDGE_MAX_RETRY_WAIT", "60"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
