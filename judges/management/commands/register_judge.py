@@ -1,4 +1,4 @@
-"""register_judge NAME --backend local|openai|run [--settings JSON] [--json]: add a judge, or a new
+"""register_judge NAME --backend local|openai|run [--config JSON] [--json]: add a judge, or a new
 version of it when its settings change. Keys are never stored: give `api_key_env`, the name of
 the environment variable that holds the key."""
 
@@ -15,11 +15,13 @@ class Command(JsonCommand):
     def add_command_arguments(self, parser):
         parser.add_argument("name")
         parser.add_argument("--backend", required=True, choices=["local", "openai", "run"])
-        parser.add_argument("--settings", default="{}", help='JSON, e.g. {"base_url": "...", "model": "..."}.')
+        parser.add_argument(
+            "--config", default="{}", help='The settings as JSON, e.g. {"base_url": "...", "model": "..."}.'
+        )
 
-    def run(self, *, name, backend, settings, **options):
+    def run(self, *, name, backend, config, **options):
         try:
-            parsed = json.loads(settings)
+            parsed = json.loads(config)
         except json.JSONDecodeError as exc:
             raise InputError(f"not JSON: {exc.msg} at column {exc.colno}", field="settings") from None
         if not isinstance(parsed, dict):
