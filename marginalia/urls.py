@@ -16,4 +16,5 @@ urlpatterns = [
     path("", include("retrieval.urls")),
     path("", include("annotation.urls")),
     path("", include("evaluation.urls")),
+    path("", include("judges.urls")),
 ]
