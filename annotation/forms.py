@@ -4,11 +4,11 @@ stay in `annotation.services`, whose InputError names the field the form shows i
 
 from __future__ import annotations
 
-import json
-
 from django import forms
 from django.contrib.auth import get_user_model
 
+from retrieval.errors import InputError
+from retrieval.input_rules import load_json
 from retrieval.models import Collection, Document, Run
 
 from .label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
@@ -254,11 +254,9 @@ class LabelSchemaForm(StudyBasicsForm):
         if not text:
             return []
         try:
-            return json.loads(text)
-        except json.JSONDecodeError as error:
-            raise forms.ValidationError(
-                f"not valid JSON: {error.msg} (line {error.lineno}, column {error.colno})"
-            ) from None
+            return load_json(text)
+        except InputError as error:
+            raise forms.ValidationError(str(error)) from None
 
     SCHEMA_FIELDS = ("scale", "question", "spans", "spans_required", "rubric", "rationale", "multi_select")
 
@@ -479,8 +477,8 @@ class JudgmentForm(forms.Form):
         if not text:
             return None
         try:
-            return json.loads(text)
-        except json.JSONDecodeError:
+            return load_json(text)
+        except InputError:
             raise forms.ValidationError("The marked spans could not be read; mark them again.") from None
 
     def rubric(self) -> dict[str, str]:

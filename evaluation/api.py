@@ -1,4 +1,8 @@
-"""REST endpoints for study reports and qrels exports (staff only)."""
+"""REST endpoints for study reports and qrels exports (staff only).
+
+Every process loads the URLconf at start (system checks, workers, the web server), so this module
+imports no statistics: `evaluation.services` and `evaluation.qrels` bring scipy.stats (a second
+or more), and they load in the handlers that compute, on first use."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -9,9 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
-from evaluation.qrels import AGGREGATES, SOURCES, relevance_qrels
-from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
-from judges.services import get_judge
+from evaluation.aggregates import AGGREGATES, SOURCES
 from retrieval.api import PlainTextRenderer
 
 
@@ -37,6 +39,8 @@ class StudyReportAPI(APIView):
         ),
     )
     def get(self, request, study_id):
+        from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
+
         study = get_object_or_404(Study, pk=study_id)
         runs = resolve_model_runs(study, requested_run_ids(request.query_params.getlist("model_run")))
         return Response(cached_study_report(study, runs))
@@ -65,6 +69,9 @@ class StudyQrelsAPI(APIView):
         description="A relevance study's aggregated labels as TREC qrels; adjudications override the aggregate.",
     )
     def get(self, request, study_id):
+        from evaluation.qrels import relevance_qrels
+        from judges.services import get_judge
+
         study = get_object_or_404(Study, pk=study_id)
         source, judge = request.query_params.get("source", "humans"), request.query_params.get("judge")
         export = relevance_qrels(

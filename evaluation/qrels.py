@@ -28,6 +28,7 @@ from pathlib import Path
 
 from annotation.models import Study
 from evaluation import label_agreement as stats
+from evaluation.aggregates import AGGREGATES, SOURCES
 from evaluation.label_report import label_data
 from judges.models import Judge
 from judges.selectors import judge_labels
@@ -36,8 +37,6 @@ from retrieval.files import write_atomically
 from retrieval.models import Passage, PoolEntry, Query
 from retrieval.scoring import query_text
 
-AGGREGATES = ("majority", "mean", "median")
-SOURCES = ("humans", "judge", "both")
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
 
 

@@ -1,5 +1,6 @@
 """Staff pages for evaluation. Thin: the report comes from evaluation.services, the tables from
-evaluation.formatting and the chart from evaluation.charts."""
+evaluation.formatting and the chart from evaluation.charts. The URLconf loads this module in
+every process, so evaluation.services (scipy.stats) loads in the handler, on first use."""
 
 from django.shortcuts import get_object_or_404, render
 from django.utils.decorators import method_decorator
@@ -7,7 +8,6 @@ from django.views import View
 
 from annotation.models import Study
 from evaluation import charts, formatting
-from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
 from retrieval.access import staff_required
 from retrieval.errors import InputError
 from retrieval.models import Run
@@ -18,6 +18,8 @@ class StudyReportPage(View):
     """The report of the study's kind: proxy studies and label studies have their own template."""
 
     def get(self, request, study_id):
+        from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
+
         study = get_object_or_404(Study, pk=study_id)
         proxy = study.kind == Study.Kind.PROXY
         template = "evaluation/study_report.html" if proxy else "evaluation/label_report.html"

@@ -20,6 +20,7 @@ app.conf.task_routes = {
     "retrieval.tasks.run_bm25": {"queue": "cpu"},
     "retrieval.tasks.run_dense": {"queue": "gpu"},
     "retrieval.tasks.train_retriever": {"queue": "gpu"},
+    "retrieval.tasks.import_run": {"queue": "cpu"},
     "jobs.tasks.ping": {"queue": "cpu"},
     "judges.tasks.judge_study_on_gpu": {"queue": "gpu"},
     "judges.tasks.judge_study_on_cpu": {"queue": "cpu"},

@@ -12,6 +12,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema, extend_schema
 from rest_framework import status, viewsets
 from rest_framework.decorators import action
 from rest_framework.exceptions import ValidationError
+from rest_framework.parsers import MultiPartParser
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
@@ -20,13 +21,13 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from jobs.serializers import JobSerializer
 from retrieval import selectors
 from retrieval.errors import InputError
-from retrieval.metrics import trec_run_lines
 from retrieval.models import Query
 from retrieval.serializers import (
     CollectionSerializer,
     QuerySerializer,
     RetrieverSerializer,
     RunDetailSerializer,
+    RunImportSerializer,
     RunRequestSerializer,
     RunSerializer,
     TrainingRequestSerializer,
@@ -100,7 +101,11 @@ class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         return selectors.runs_for_listing()
 
     def get_serializer_class(self):
-        return {"create": RunRequestSerializer, "retrieve": RunDetailSerializer}.get(self.action, RunSerializer)
+        return {
+            "create": RunRequestSerializer,
+            "retrieve": RunDetailSerializer,
+            "import_file": RunImportSerializer,
+        }.get(self.action, RunSerializer)
 
     def get_serializer_context(self):
         return {**super().get_serializer_context(), "user": self.request.user}
@@ -113,12 +118,22 @@ class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         run = serializer.save()
         return Response(RunSerializer(run).data, status=status.HTTP_202_ACCEPTED)
 
+    @extend_schema(request={"multipart/form-data": RunImportSerializer}, responses={202: JobSerializer})
+    @action(detail=False, methods=["post"], url_path="import", parser_classes=[MultiPartParser])
+    def import_file(self, request):
+        """Import a TREC run file (multipart: collection, name, file). The file is checked now
+        (400 naming file, line and field); the import is queued on "cpu"; poll the job."""
+        serializer = self.get_serializer(data=request.data)
+        serializer.is_valid(raise_exception=True)
+        job = serializer.save()
+        return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+
     @extend_schema(responses=TEXT_RESPONSE)
     @action(detail=True, methods=["get"], renderer_classes=[PlainTextRenderer])
     def trec(self, request, pk=None):
         """The run as a TREC run file (`qid Q0 docid rank score tag`)."""
         run = self.get_object()
-        return text_download((line + "\n" for line in trec_run_lines(run)), f"{run.tag}.trec")
+        return text_download((line + "\n" for line in selectors.trec_run_lines(run)), f"{run.tag}.trec")
 
 
 class RetrieverViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):

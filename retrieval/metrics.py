@@ -248,19 +248,6 @@ def evaluate_run(run: Run) -> dict:
     }
 
 
-def trec_run_lines(run: Run) -> Iterable[str]:
-    """The run's hits as TREC run lines, `qid Q0 docid rank score tag`, scores printed exactly
-    (shortest round-trip repr)."""
-    tag = run.tag
-    hits = (
-        Hit.objects.filter(run=run)
-        .order_by("query__ordinal", "query_id", "rank")
-        .values_list("query__external_id", "passage__external_id", "rank", "score")
-    )
-    for query_id, passage_id, rank, score in hits.iterator(chunk_size=10000):
-        yield f"{query_id} Q0 {passage_id} {rank} {score!r} {tag}"
-
-
 def get_run(run_id, field: str = "run") -> Run:
     """The run a command or request names, or an InputError naming the field."""
     try:

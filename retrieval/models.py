@@ -145,6 +145,7 @@ class Retriever(models.Model):
     class Kind(models.TextChoices):
         BM25 = "bm25", "BM25 (Okapi)"
         DENSE = "dense", "Dense (sentence-transformers)"
+        IMPORTED = "imported", "Imported (a ranking made elsewhere)"
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -173,6 +174,9 @@ class Run(models.Model):
 
     retriever = models.ForeignKey(Retriever, on_delete=models.PROTECT, related_name="runs")
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="runs")
+    name = models.CharField(
+        max_length=200, blank=True, help_text="A run's name in its collection (imported runs); empty: unnamed."
+    )
     parameters = models.JSONField(default=dict)
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.PENDING)
     seconds = models.FloatField(null=True, blank=True)
@@ -186,9 +190,14 @@ class Run(models.Model):
 
     class Meta:
         ordering = ["-created_at"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["collection", "name"], condition=~models.Q(name=""), name="run_unique_name_per_collection"
+            )
+        ]
 
     def __str__(self):
-        return f"run {self.pk}: {self.retriever} on {self.collection}"
+        return f"run {self.pk}: {self.name or self.retriever} on {self.collection}"
 
     @property
     def tag(self) -> str:

@@ -1,16 +1,15 @@
 """Reads for the staff API and dashboard: collections with their sizes, runs, jobs and retrievers
-to show, and qrels as TREC text (run files come from retrieval.metrics.trec_run_lines)."""
+to show, and qrels and run files as TREC text."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 
 from django.conf import settings
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
-from retrieval.metrics import evaluate_run
-from retrieval.models import Collection, Document, Passage, Qrel, Query, Retriever, Run
+from retrieval.models import Collection, Document, Hit, Passage, Qrel, Query, Retriever, Run
 
 # The metrics the dashboard shows for a run, in this order, when evaluate_run reports them.
 KEY_METRICS = ("recall@1", "recall@10", "recall@100", "mrr@10", "ndcg@10", "mean_rank")
@@ -63,10 +62,16 @@ def default_dense_model_label() -> str:
 
 def run_metrics(run: Run) -> dict | None:
     """evaluate_run's report for a finished run (stored when it finished; computed for runs
-    whose hits were written some other way); None while it is not done (no hits to score)."""
+    whose hits were written some other way); None while it is not done (no hits to score).
+    retrieval.metrics (numpy) loads here, when a run needs scoring: this module is on the
+    URLconf's path, which every process loads at start."""
     if run.status != Run.Status.DONE:
         return None
-    return run.metrics if run.metrics is not None else evaluate_run(run)
+    if run.metrics is not None:
+        return run.metrics
+    from retrieval.metrics import evaluate_run
+
+    return evaluate_run(run)
 
 
 def key_metrics(report: dict | None) -> list[float | None]:
@@ -84,3 +89,16 @@ def trec_qrels_lines(collection: Collection) -> Iterator[str]:
     )
     for query_id, passage_id, relevance in qrels.iterator(chunk_size=5000):
         yield f"{query_id} 0 {passage_id} {relevance}\n"
+
+
+def trec_run_lines(run: Run) -> Iterable[str]:
+    """The run's hits as TREC run lines, `qid Q0 docid rank score tag`, scores printed exactly
+    (shortest round-trip repr)."""
+    tag = run.tag
+    hits = (
+        Hit.objects.filter(run=run)
+        .order_by("query__ordinal", "query_id", "rank")
+        .values_list("query__external_id", "passage__external_id", "rank", "score")
+    )
+    for query_id, passage_id, rank, score in hits.iterator(chunk_size=10000):
+        yield f"{query_id} Q0 {passage_id} {rank} {score!r} {tag}"

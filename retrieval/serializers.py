@@ -16,6 +16,7 @@ from retrieval.errors import InputError
 from retrieval.models import Collection, Query, Retriever, Run
 from retrieval.selectors import run_metrics
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH, get_or_create_retriever, start_run_async
+from retrieval.services.trec_files import start_trec_import
 
 
 class CollectionSerializer(serializers.ModelSerializer):
@@ -92,6 +93,7 @@ class RunSerializer(serializers.ModelSerializer):
             "collection",
             "collection_name",
             "retriever",
+            "name",
             "parameters",
             "status",
             "seconds",
@@ -120,7 +122,7 @@ class RunRequestSerializer(serializers.Serializer):
     validation error on the field it names. Pass the requesting user as context["user"]."""
 
     collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
-    retriever = serializers.ChoiceField(choices=Retriever.Kind.choices)
+    retriever = serializers.ChoiceField(choices=[Retriever.Kind.BM25, Retriever.Kind.DENSE])
     k1 = serializers.FloatField(default=DEFAULT_K1)
     b = serializers.FloatField(default=DEFAULT_B)
     context_left = serializers.IntegerField(default=DEFAULT_CONTEXT[0], min_value=0, max_value=50)
@@ -149,6 +151,29 @@ class RunRequestSerializer(serializers.Serializer):
                 context_right=validated_data["context_right"],
                 depth=validated_data["depth"],
             )
+
+
+class RunImportSerializer(serializers.Serializer):
+    """An uploaded TREC run file to import as a named run; `save()` checks the whole file (a 400
+    names its file, line and field) and queues the import, returning its Job."""
+
+    collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
+    name = serializers.CharField(max_length=200, help_text="The run's name, new in the collection.")
+    file = serializers.FileField(help_text="TREC run file: qid Q0 docid rank score tag, one tag.")
+
+    def create(self, validated_data) -> Job:
+        upload = validated_data["file"]
+        try:
+            return start_trec_import(
+                validated_data["collection"],
+                upload,
+                filename=upload.name,
+                name=validated_data["name"],
+                user=self.context.get("user"),
+            )
+        except InputError as exc:
+            # The whole one-line message: it names the uploaded file and the line.
+            raise serializers.ValidationError({exc.field or "file": [str(exc)]}) from exc
 
 
 class TrainingParametersSerializer(serializers.Serializer):

@@ -2,12 +2,16 @@
 records status, progress, result and error whatever the task does. Queues are chosen by task
 name in marginalia/celery.py: BM25 on "cpu", dense on "gpu"."""
 
+from pathlib import Path
+
 from celery import shared_task
 
 from jobs.services import execute
 
-from .models import Run
+from .models import Collection, Run
+from .services.external_runs import imported_run_summary
 from .services.runs import execute_run, run_summary
+from .services.trec_files import import_trec_run
 
 
 def _execute_run_job(job_id: int, run_id: int) -> dict:
@@ -31,3 +35,21 @@ def train_retriever(
     from .training import run_training_job  # torch loads only where training runs
 
     return run_training_job(job_id, collection_id, params, pairs, validation_pairs)
+
+
+@shared_task(name="retrieval.tasks.import_run")
+def import_run(job_id: int, collection_id: int, path: str, name: str, filename: str) -> dict:
+    """Import an uploaded TREC run file (checked when it was uploaded); the upload is removed
+    whatever happens."""
+
+    def work(progress) -> dict:
+        try:
+            run = import_trec_run(
+                Collection.objects.get(pk=collection_id), path, name=name, progress=progress, label=filename
+            )
+        finally:
+            Path(path).unlink(missing_ok=True)
+        Run.objects.filter(pk=run.pk).update(job_id=job_id)
+        return imported_run_summary(run)
+
+    return execute(job_id, work)

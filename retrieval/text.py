@@ -17,6 +17,9 @@ from spacy.pipeline.sentencizer import Sentencizer
 from spacy.tokens import Doc
 
 MAX_WINDOW = 5
+# Runs of characters without a space longer than this are tokenised in RUN_PIECE pieces.
+LONG_RUN = 1000
+RUN_PIECE = 64
 
 # spaCy's English tokenizer keeps "...", "...." and "…" as single tokens; the sentencizer matches
 # whole token texts, so each spelling must be listed.
@@ -78,13 +81,35 @@ def paragraphs(text: str) -> list[str]:
     return [paragraph for paragraph in normalised if paragraph]
 
 
+def _tokenised(nlp: Language, paragraph: str) -> Doc:
+    """The paragraph as spaCy tokens. spaCy's tokenizer takes time quadratic in the length of a
+    run without spaces (it peels prefixes one by one off the rest of the run: 100,000 "[" would
+    take hours), so a run longer than LONG_RUN characters is tokenised in pieces of RUN_PIECE
+    characters; ordinary text has no such run and is tokenised exactly as before."""
+    runs = paragraph.split(" ")
+    if max(map(len, runs)) <= LONG_RUN:
+        return nlp.make_doc(paragraph)
+    words: list[str] = []
+    spaces: list[bool] = []
+    for run in runs:
+        pieces = [run] if len(run) <= LONG_RUN else [run[i : i + RUN_PIECE] for i in range(0, len(run), RUN_PIECE)]
+        for piece in pieces:
+            tokens = nlp.tokenizer(piece)
+            words += [token.text for token in tokens]
+            spaces += [False] * len(tokens)
+        spaces[-1] = True
+    spaces[-1] = False
+    return Doc(nlp.vocab, words=words, spaces=spaces)
+
+
 def split_sentences(text: str) -> list[str]:
     """RELiC's sentences, in order. Paragraph by paragraph, so no sentence spans a paragraph
     break (and spaCy's max_length never applies to a whole book)."""
     nlp = sentence_pipeline()
+    docs = (_tokenised(nlp, paragraph) for paragraph in paragraphs(text))
     return [
         sentence.text.strip()
-        for doc in nlp.pipe(paragraphs(text), batch_size=256)
+        for doc in nlp.pipe(docs, batch_size=256)
         for sentence in doc.sents
         if sentence.text.strip()
     ]

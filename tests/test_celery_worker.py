@@ -93,3 +93,34 @@ def test_a_bm25_run_job_goes_through_redis_to_the_worker_and_back(worker, platfo
     assert run_status == "done"
     assert hit_count == 2 * 3
     assert top_hits == [("q1", "d1"), ("q2", "d2")]
+
+
+def test_an_uploaded_trec_run_is_imported_by_the_worker(worker, platform):
+    beir = write_beir_folder(
+        platform["folder"] / "import-beir",
+        corpus=[{"_id": f"d{i}", "title": "", "text": f"passage number {i}"} for i in range(4)],
+        queries=[{"_id": "q1", "text": "number"}],
+        qrels=[("q1", "d2", 1)],
+    )
+    manage(platform, "import_beir", beir, "--collection", "uploads", "--json")
+    run_file = platform["folder"] / "system.trec"
+    run_file.write_text("q1 Q0 d2 1 0.9 sys\nq1 Q0 d0 2 0.1 sys\n")
+    started = manage(
+        platform,
+        "shell",
+        "-c",
+        (
+            "from retrieval.models import Collection\n"
+            "from retrieval.services.trec_files import start_trec_import\n"
+            f"job = start_trec_import(Collection.objects.get(name='uploads'), open({str(run_file)!r}, 'rb'),"
+            " filename='system.trec', name='from worker')\n"
+            "print(job.pk)\n"
+        ),
+    )
+
+    job = wait_for_job(platform["database"], int(started.splitlines()[-1]))
+
+    assert (job["status"], job["queue"]) == ("succeeded", "cpu"), job["error"] or worker_log(platform)
+    assert json.loads(job["result"])["hits"] == 2
+    with sqlite3.connect(platform["database"]) as connection:
+        assert connection.execute("SELECT name, status FROM retrieval_run").fetchall() == [("from worker", "done")]

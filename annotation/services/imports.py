@@ -29,6 +29,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from retrieval.errors import InputError
+from retrieval.input_rules import read_jsonl
 
 from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study
 from .labels import Answer, validate_answer
@@ -59,13 +60,9 @@ class _Row:
 def import_judgments(study: Study, path: str | Path) -> ImportResult:
     """Read `path` into `study` in one transaction; see the module docstring for the rules."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the file: {exc}", file=str(path)) from exc
     with transaction.atomic():
         items = _items_with_candidates(study)
-        rows = _parse(study, items, text, str(path))
+        rows = _parse(study, items, path)
         stored = _stored_answers(study)
         new_rows = []
         for row in rows:
@@ -91,22 +88,15 @@ def _items_with_candidates(study: Study) -> dict[int, tuple[Item, dict[str, Item
     return {item.pk: (item, candidates_by_item[item.pk]) for item in Item.objects.filter(study=study)}
 
 
-def _parse(study: Study, items, text: str, file: str) -> list[_Row]:
-    rows, seen = [], {}
+def _parse(study: Study, items, path: Path) -> list[_Row]:
+    """The file's rows, read under the project's input rules (retrieval.input_rules)."""
+    rows, seen, file = [], {}, str(path)
     proxy = study.kind == Study.Kind.PROXY
-    for line_number, line in enumerate(text.splitlines(), start=1):
-        if not line.strip():
-            continue
+    for line_number, data in read_jsonl(path):
 
         def bad(message, field=None, line_number=line_number):
             return InputError(message, file=file, line=line_number, field=field)
 
-        try:
-            data = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise bad(f"not valid JSON ({exc.msg})") from exc
-        if not isinstance(data, dict):
-            raise bad("each line must be a JSON object")
         item_id = data.get("item")
         if isinstance(item_id, bool) or not isinstance(item_id, int):
             raise bad("must be an item id (an integer)", "item")
@@ -129,6 +119,8 @@ def _parse(study: Study, items, text: str, file: str) -> list[_Row]:
         except InputError as exc:
             raise bad(exc.message, exc.field) from exc
         rows.append(_Row(line_number, item, annotator, answer, _seconds(data.get("seconds"), bad)))
+    if not rows:
+        raise InputError("the file has no judgments", file=file)
     return rows
 
 

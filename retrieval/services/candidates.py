@@ -61,6 +61,10 @@ class CandidateSet:
     def passages(self) -> list[PassageRow]:
         return [PassageRow._make(row) for row in self.values(PassageRow._fields)]
 
+    def size(self) -> int:
+        """How many passages the set has (a pool without loading it; a count query otherwise)."""
+        return len(self.pool) if self.pool is not None else self.queryset.count()
+
 
 def candidate_sets(collection: Collection, queries: Iterable[Query] | None = None) -> list[CandidateSet]:
     """The candidate sets of `queries` (default: all the collection's queries), each with the

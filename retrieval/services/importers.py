@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -28,6 +27,7 @@ from django.db import models, transaction
 from jobs.progress import Progress, no_progress
 
 from ..errors import InputError
+from ..input_rules import check_integer, json_type, load_json, read_jsonl, read_lines, read_text
 from ..models import Collection, Document, Passage, PoolEntry, Qrel, Query, Sentence
 from ..text import MAX_WINDOW, split_sentences, strip_gutenberg, window_counts
 from .runs import warm_term_counts
@@ -42,55 +42,6 @@ def window_external_id(document_external_id: str, start: int, length: int) -> st
 
 
 # --- reading and checking ----------------------------------------------------------------------
-
-
-def _decode(data: bytes, file: str, first_line: int = 1) -> str:
-    """UTF-8 with or without a BOM; a bad byte is reported with the line it is on."""
-    try:
-        return data.decode("utf-8-sig")
-    except UnicodeDecodeError as exc:
-        line = first_line + data.count(b"\n", 0, exc.start)
-        raise InputError(f"not UTF-8 text (byte 0x{data[exc.start]:02x})", file=file, line=line) from None
-
-
-def _open_binary(path: Path):
-    try:
-        return path.open("rb")
-    except FileNotFoundError:
-        raise InputError("file not found", file=str(path)) from None
-    except OSError as exc:
-        raise InputError(f"cannot read the file: {exc.strerror}", file=str(path)) from None
-
-
-def _read_text(path: Path) -> str:
-    with _open_binary(path) as handle:
-        return _decode(handle.read(), str(path))
-
-
-def _read_lines(path: Path) -> Iterator[tuple[int, str]]:
-    """(1-based line number, decoded line without its line end), streamed."""
-    with _open_binary(path) as handle:
-        for number, raw in enumerate(handle, 1):
-            yield number, _decode(raw, str(path), number).rstrip("\r\n")
-
-
-def _json_type(value) -> str:
-    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
-    return "null" if value is None else names.get(type(value), type(value).__name__)
-
-
-def _read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
-    """(line number, object) for every non-blank line."""
-    for number, line in _read_lines(path):
-        if not line.strip():
-            continue
-        try:
-            record = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise InputError(f"invalid JSON: {exc.msg}", file=str(path), line=number) from None
-        if not isinstance(record, dict):
-            raise InputError(f"expected a JSON object, got {_json_type(record)}", file=str(path), line=number)
-        yield number, record
 
 
 def _max_length(model: type[models.Model], field_name: str) -> int:
@@ -169,7 +120,7 @@ def import_book(
     document_id = _check_length(path.stem, _max_length(Document, "external_id"), field="path", file=str(path))
 
     progress(0.0, "reading")
-    text = _read_text(path)
+    text = read_text(path)
     if not text.strip():
         raise InputError("the file is empty", file=str(path))
     sentences = split_sentences(strip_gutenberg(text))
@@ -226,23 +177,23 @@ class _JsonChecker:
 
     def mapping(self, value, field: str) -> dict:
         if not isinstance(value, dict):
-            self.fail(field, f"expected a JSON object, got {_json_type(value)}")
+            self.fail(field, f"expected a JSON object, got {json_type(value)}")
         return value
 
     def array(self, value, field: str) -> list:
         if not isinstance(value, list):
-            self.fail(field, f"expected a JSON array, got {_json_type(value)}")
+            self.fail(field, f"expected a JSON array, got {json_type(value)}")
         return value
 
     def strings(self, value, field: str) -> list[str]:
         for index, item in enumerate(self.array(value, field)):
             if not isinstance(item, str):
-                self.fail(f"{field}[{index}]", f"expected a string, got {_json_type(item)}")
+                self.fail(f"{field}[{index}]", f"expected a string, got {json_type(item)}")
         return value
 
     def integer(self, value, field: str, low: int, high: int) -> int:
         if isinstance(value, bool) or not isinstance(value, int):
-            self.fail(field, f"expected an integer, got {_json_type(value)}")
+            self.fail(field, f"expected an integer, got {json_type(value)}")
         if not low <= value <= high:
             self.fail(field, f"{value} is out of range {low}..{high}")
         return value
@@ -263,12 +214,9 @@ def _parse_relic(path: Path) -> list[_RelicBook]:
             raise InputError(f"key '{repeated}' appears twice in one object", file=file, field=repeated)
         return data
 
-    try:
-        data = json.loads(_read_text(path), object_pairs_hook=refuse_repeated_keys)
-    except json.JSONDecodeError as exc:
-        raise InputError(f"invalid JSON: {exc.msg}", file=file, line=exc.lineno) from None
+    data = load_json(read_text(path), file=file, object_pairs_hook=refuse_repeated_keys)
     if not isinstance(data, dict):
-        raise InputError(f"expected a JSON object of books, got {_json_type(data)}", file=file)
+        raise InputError(f"expected a JSON object of books, got {json_type(data)}", file=file)
     if not data:
         raise InputError("the file has no books", file=file)
     checker, quote_books = _JsonChecker(file), {}
@@ -403,7 +351,7 @@ def _record_string(record: dict, key: str, file: Path, line: int, *, required: b
     if value is None and not required:
         return ""
     if not isinstance(value, str):
-        problem = "missing" if value is None else f"expected a string, got {_json_type(value)}"
+        problem = "missing" if value is None else f"expected a string, got {json_type(value)}"
         raise InputError(problem, file=str(file), line=line, field=key)
     return value
 
@@ -412,7 +360,7 @@ def _parse_beir_records(path: Path, model: type[models.Model], *, with_title: bo
     """Records by id, in file order; a repeated id is an error."""
     records: dict[str, _BeirRecord] = {}
     lines: dict[str, int] = {}
-    for line, record in _read_jsonl(path):
+    for line, record in read_jsonl(path):
         external_id = _record_id(record, "_id", path, line, model)
         if external_id in records:
             message = f"duplicate id '{external_id}' (first on line {lines[external_id]})"
@@ -436,7 +384,7 @@ def _qrels_path(directory: Path) -> Path:
 def _parse_qrels(path: Path, queries: dict, corpus: dict) -> dict[tuple[str, str], int]:
     """(query id, corpus id) -> score. An exact repeat is merged; a conflicting score is an error."""
     file, qrels, first_lines = str(path), {}, {}
-    rows = _read_lines(path)
+    rows = read_lines(path)
     header = next(rows, (1, ""))[1]
     if header.split() != QRELS_HEADER:
         raise InputError(f"expected the header '{chr(9).join(QRELS_HEADER)}'", file=file, line=1, field="header")
@@ -455,6 +403,7 @@ def _parse_qrels(path: Path, queries: dict, corpus: dict) -> dict[tuple[str, str
             score = int(score_text)
         except ValueError:
             raise InputError(f"'{score_text}' is not an integer", file=file, line=line, field="score") from None
+        check_integer(score, Qrel, "relevance", field="score", file=file, line=line)
         pair = (query_id, corpus_id)
         if pair in qrels and qrels[pair] != score:
             message = f"conflicts with score {qrels[pair]} on line {first_lines[pair]}"
@@ -469,7 +418,7 @@ def _parse_qrels(path: Path, queries: dict, corpus: dict) -> dict[tuple[str, str
 def _parse_pools(path: Path, queries: dict, corpus: dict) -> dict[str, list[str]]:
     """Query id -> its candidate pool (corpus ids in the given order)."""
     file, pools = str(path), {}
-    for line, record in _read_jsonl(path):
+    for line, record in read_jsonl(path):
         query_id = _record_id(record, "query-id", path, line, Query)
         if query_id not in queries:
             raise InputError(f"unknown query id '{query_id}'", file=file, line=line, field="query-id")

@@ -16,7 +16,7 @@ from django.db import connection, transaction
 
 from jobs.progress import Progress, no_progress, throttled
 from jobs.services import create_job, dispatch
-from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters
+from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters, worth_caching
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
 from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
@@ -69,8 +69,9 @@ def term_counts_folder() -> Path:
 
 def warm_term_counts(collection: Collection) -> int:
     """Tokenise the collection's candidate sets now (after an import), so that its first run
-    only loads them. Returns how many sets were counted."""
-    sets = candidate_sets(collection)
+    only loads them; sets too small to be worth caching are left to the run. Returns how many
+    sets were counted."""
+    sets = [candidate_set for candidate_set in candidate_sets(collection) if worth_caching(candidate_set.size())]
     for candidate_set in sets:
         cached_term_counts([passage.retrieval_text for passage in candidate_set.passages()], term_counts_folder())
     return len(sets)
@@ -125,16 +126,17 @@ def rank_of(scores: np.ndarray, index: int) -> int:
     return int(np.count_nonzero(scores > score) + np.count_nonzero(scores[:index] == score)) + 1
 
 
-def _relevant_passages(run: Run) -> dict[int, list[int]]:
+def relevant_passages(collection: Collection) -> dict[int, list[int]]:
+    """Query id -> ids of its passages with relevance > 0."""
     relevant: dict[int, list[int]] = {}
-    for query_id, passage_id in Qrel.objects.filter(query__collection=run.collection, relevance__gt=0).values_list(
+    for query_id, passage_id in Qrel.objects.filter(query__collection=collection, relevance__gt=0).values_list(
         "query_id", "passage_id"
     ):
         relevant.setdefault(query_id, []).append(passage_id)
     return relevant
 
 
-def _insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
+def insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
     """One executemany instead of bulk_create: building a model instance per hit costs more than
     all of BM25's scoring on a collection-wide set."""
     quote = connection.ops.quote_name
@@ -143,7 +145,7 @@ def _insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
         cursor.executemany(f"INSERT INTO {quote(Hit._meta.db_table)} ({columns}) VALUES (%s, %s, %s, %s, %s)", rows)
 
 
-class _RunWriter:
+class RunWriter:
     """Buffers a run's hits and gold ranks and writes them in few transactions: a commit per
     candidate set would cost more than ranking a BIRCO pool."""
 
@@ -161,7 +163,7 @@ class _RunWriter:
 
     def flush(self) -> None:
         with transaction.atomic():
-            _insert_hits(self.hit_rows)
+            insert_hits(self.hit_rows)
             RunQuery.objects.bulk_create(self.run_queries, batch_size=1000)
         self.hit_rows, self.run_queries = [], []
 
@@ -171,7 +173,7 @@ def _rank_candidate_set(
     scorer: Scorer,
     candidate_set: CandidateSet,
     relevant: dict[int, list[int]],
-    writer: _RunWriter,
+    writer: RunWriter,
     progress: Progress,
 ) -> None:
     """Score and rank one candidate set's queries; hand their hits and gold ranks to `writer`."""
@@ -234,9 +236,9 @@ def execute_run(run: Run, progress: Progress = no_progress) -> Run:
     progress = throttled(progress)
     try:
         scorer = scorer_for(run.retriever)
-        relevant = _relevant_passages(run)
+        relevant = relevant_passages(run.collection)
         sets = candidate_sets(run.collection)
-        writer = _RunWriter()
+        writer = RunWriter()
         for number, candidate_set in enumerate(sets):
 
             def report(fraction: float, message: str, number=number, candidate_set=candidate_set) -> None:

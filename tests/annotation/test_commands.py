@@ -245,5 +245,5 @@ def test_import_into_an_unknown_study_or_from_a_missing_file(tmp_path):
     study = make_relic_proxy_study(1)
     with pytest.raises(CommandError, match="no study"):
         call_command("import_judgments", "999999", str(tmp_path / "x.jsonl"))
-    with pytest.raises(CommandError, match="cannot read"):
+    with pytest.raises(CommandError, match="file not found"):
         call_command("import_judgments", str(study.pk), str(tmp_path / "missing.jsonl"))

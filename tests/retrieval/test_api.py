@@ -9,8 +9,9 @@ from django.utils import timezone
 
 from jobs.models import Job
 from marginalia.celery import app as celery_app
-from retrieval.metrics import evaluate_run, trec_run_lines
+from retrieval.metrics import evaluate_run
 from retrieval.models import Hit, Retriever, Run
+from retrieval.selectors import trec_run_lines
 from tests.factories import (
     api_client,
     make_annotator,

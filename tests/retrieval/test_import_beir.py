@@ -108,7 +108,7 @@ BAD_FOLDERS = {
     # name: (write the folder, fragments the error must contain; {dir} is the folder)
     "invalid-json-line": (
         folder_with_line("corpus.jsonl", 2, '{"_id": "d2", '),
-        ["{dir}/corpus.jsonl:2:", "invalid JSON"],
+        ["{dir}/corpus.jsonl:2:", "not valid JSON"],
     ),
     "line-not-an-object": (
         folder_with_line("queries.jsonl", 2, '["q2"]'),

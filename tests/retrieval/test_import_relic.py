@@ -108,7 +108,7 @@ def write_text(text):
 
 BAD_RELIC = {
     # name: (write the file at path -> path, fragments the error must contain)
-    "invalid-json": (write_text('{\n "the_lamp": {\n   "quotes": {,\n}'), ["{path}:3:", "invalid JSON"]),
+    "invalid-json": (write_text('{\n "the_lamp": {\n   "quotes": {,\n}'), ["{path}:3:", "not valid JSON"]),
     "top-level-array": (write_text('["the_lamp"]'), ["{path}: ", "expected a JSON object of books"]),
     "missing-sentences": (
         write_books(lambda books: books["the_lamp"].pop("sentences")),

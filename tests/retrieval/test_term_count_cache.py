@@ -1,6 +1,6 @@
 """A candidate set is tokenised once: its term counts are cached by content, so reruns with other
 k1, b or context, and the first run after an import, only load them — with the same scores to
-the last bit."""
+the last bit. Sets too small to be worth an archive (a BIRCO pool) are counted in place."""
 
 import numpy as np
 import pytest
@@ -16,12 +16,23 @@ TEXTS = ["The the Darcy proposes at Hunsford", "Elizabeth refuses him, the proud
 QUERIES = [["darcy", "the", "the"], ["rain"], ["absent"]]
 
 
+@pytest.fixture
+def cache_every_set(monkeypatch):
+    """Sets of a few texts pin the cache's behaviour; the size rule has its own tests below."""
+    monkeypatch.setattr(bm25, "SMALLEST_CACHED_SET", 1)
+
+
+def cached_files() -> list:
+    folder = term_counts_folder()
+    return list(folder.glob("*.npz")) if folder.exists() else []
+
+
 class Row:
     def __init__(self, text):
         self.retrieval_text = text
 
 
-def test_cached_counts_give_bit_identical_scores_for_any_k1_and_b(tmp_path):
+def test_cached_counts_give_bit_identical_scores_for_any_k1_and_b(tmp_path, cache_every_set):
     fresh = BM25Index(tokenize_all(TEXTS), k1=1.2, b=0.75).scores(QUERIES)
     cached_term_counts(TEXTS, tmp_path)  # counted and stored
 
@@ -31,7 +42,7 @@ def test_cached_counts_give_bit_identical_scores_for_any_k1_and_b(tmp_path):
     assert len(list(tmp_path.glob("*.npz"))) == 1
 
 
-def test_a_second_use_of_the_same_texts_loads_instead_of_tokenising(tmp_path, monkeypatch):
+def test_a_second_use_of_the_same_texts_loads_instead_of_tokenising(tmp_path, cache_every_set, monkeypatch):
     cached_term_counts(TEXTS, tmp_path)
     monkeypatch.setattr(TermCounts, "from_tokens", lambda corpus: pytest.fail("tokenised again"))
 
@@ -45,7 +56,7 @@ def test_the_key_follows_the_texts_and_their_order():
     assert term_counts_key(["ab", "c"]) != term_counts_key(["a", "bc"])
 
 
-def test_an_unreadable_cache_file_is_counted_again_and_replaced(tmp_path):
+def test_an_unreadable_cache_file_is_counted_again_and_replaced(tmp_path, cache_every_set):
     path = tmp_path / f"{term_counts_key(TEXTS)}.npz"
     path.write_bytes(b"not a numpy archive")
 
@@ -62,7 +73,7 @@ def test_without_a_folder_nothing_is_cached(tmp_path, monkeypatch):
 
 
 @pytest.mark.django_db
-def test_an_import_counts_each_candidate_set_so_the_first_run_only_loads(tmp_path, monkeypatch):
+def test_an_import_counts_each_candidate_set_so_the_first_run_only_loads(tmp_path, cache_every_set, monkeypatch):
     folder = write_beir_folder(
         tmp_path / "beir",
         corpus=[
@@ -75,8 +86,35 @@ def test_an_import_counts_each_candidate_set_so_the_first_run_only_loads(tmp_pat
         pools={"q1": ["p1", "p2"], "q2": ["p2", "p3"]},
     )
     call_command("import_beir", str(folder), "--collection", "pooled")
-    assert len(list(term_counts_folder().glob("*.npz"))) == 2  # one per pool
+    assert len(cached_files()) == 2  # one per pool
 
     monkeypatch.setattr(TermCounts, "from_tokens", lambda corpus: pytest.fail("tokenised again"))
     run = execute_run(create_run(Collection.objects.get(name="pooled"), get_or_create_retriever("bm25"), depth=2))
     assert run.query_results.get(query__external_id="q1").gold_rank == 1
+
+
+def test_a_set_smaller_than_the_smallest_cached_is_counted_in_place(tmp_path):
+    small = TEXTS * ((bm25.SMALLEST_CACHED_SET - 1) // len(TEXTS))
+    assert cached_term_counts(small, tmp_path).doc_lengths.tolist() == [6, 6, 0, 4] * (len(small) // 4)
+    assert list(tmp_path.iterdir()) == []
+
+    large = TEXTS * (bm25.SMALLEST_CACHED_SET // len(TEXTS) + 1)
+    cached_term_counts(large, tmp_path)
+    assert len(list(tmp_path.glob("*.npz"))) == 1
+
+
+@pytest.mark.django_db
+def test_an_import_leaves_small_pools_to_the_run(tmp_path):
+    folder = write_beir_folder(
+        tmp_path / "beir",
+        corpus=[{"_id": "p1", "text": "Darcy proposes"}, {"_id": "p2", "text": "Elizabeth refuses"}],
+        queries=[{"_id": "q1", "text": "Darcy proposes"}],
+        qrels=[("q1", "p1", 1)],
+        pools={"q1": ["p1", "p2"]},
+    )
+    call_command("import_beir", str(folder), "--collection", "pooled")
+    assert cached_files() == []
+
+    run = execute_run(create_run(Collection.objects.get(name="pooled"), get_or_create_retriever("bm25"), depth=2))
+    assert run.query_results.get(query__external_id="q1").gold_rank == 1
+    assert cached_files() == []

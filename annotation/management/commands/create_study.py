@@ -14,7 +14,6 @@
 `skipped_queries` (which, and why). Defaults: 3 judgments per item (5 for quotability), context
 4/4 (4/0 for quotability: the annotator reads what comes before the quotation)."""
 
-import json
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -25,6 +24,7 @@ from annotation.services import create_proxy_study, create_quotability_study, cr
 from annotation.services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
 from jobs.progress import terminal_progress
 from retrieval.errors import InputError
+from retrieval.input_rules import load_json, read_text
 from retrieval.management.arguments import collection_named
 from retrieval.management.base import JsonCommand
 from retrieval.metrics import get_run
@@ -165,12 +165,7 @@ def _label_schema(kind: str, options) -> dict:
 
 
 def _read_json(path: Path):
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the file: {exc}", file=str(path)) from exc
-    except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg})", file=str(path), line=exc.lineno) from exc
+    return load_json(read_text(path), file=str(path))
 
 
 def _names(text: str) -> list[str]:
@@ -195,10 +190,7 @@ def _book(collection, book):
 def _guidelines(path):
     if path is None:
         return ""
-    try:
-        return path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise InputError(f"cannot read the guidelines: {exc}", file=str(path)) from exc
+    return read_text(path)
 
 
 def _annotators(names):

@@ -11,7 +11,8 @@ written and the summary printed (one JSON line with --json): keys `study`, `aggr
 from django.core.management.base import CommandError
 
 from annotation.services import get_study
-from evaluation.qrels import AGGREGATES, SOURCES, relevance_qrels, write_beir_folder, write_qrels_file
+from evaluation.aggregates import AGGREGATES, SOURCES
+from evaluation.qrels import relevance_qrels, write_beir_folder, write_qrels_file
 from judges.services import get_judge
 from retrieval.errors import InputError
 from retrieval.management.base import JsonCommand

@@ -6,7 +6,8 @@ import sys
 from django.core.management.base import BaseCommand, CommandError
 
 from retrieval.errors import InputError
-from retrieval.metrics import get_run, trec_run_lines
+from retrieval.metrics import get_run
+from retrieval.selectors import trec_run_lines
 
 
 class Command(BaseCommand):

@@ -1,0 +1,27 @@
+"""The REST API's JSON parser: request bodies follow the same input rules as files
+(retrieval.input_rules): nesting and number sizes bounded before and during parsing, no NUL or
+lone surrogate, a UTF-8 BOM accepted. A refusal is a 400 with one line naming the field."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from rest_framework.exceptions import ParseError
+from rest_framework.parsers import JSONParser
+
+from .errors import InputError
+from .input_rules import load_json
+
+
+class GuardedJSONParser(JSONParser):
+    def parse(self, stream, media_type=None, parser_context=None):
+        encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
+        if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
+            encoding = "utf-8-sig"
+        try:
+            text = stream.read().decode(encoding)
+        except (UnicodeDecodeError, LookupError) as exc:
+            raise ParseError(f"JSON parse error - the body is not {encoding} text") from exc
+        try:
+            return load_json(text)
+        except InputError as exc:
+            raise ParseError(f"JSON parse error - {exc}") from None
