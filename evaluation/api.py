@@ -13,7 +13,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
-from evaluation.aggregates import AGGREGATES
+from evaluation.aggregates import AGGREGATES, SOURCES
 from retrieval.api import PlainTextRenderer
 
 
@@ -57,7 +57,11 @@ class StudyQrelsAPI(APIView):
                 OpenApiTypes.STR,
                 enum=list(AGGREGATES),
                 description="majority (ties: the lower label), or the scale value nearest the mean or median.",
-            )
+            ),
+            OpenApiParameter(
+                "source", OpenApiTypes.STR, enum=list(SOURCES), description="Whose labels (default humans)."
+            ),
+            OpenApiParameter("judge", OpenApiTypes.STR, description="The judge for source=judge or both."),
         ],
         responses={
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="TREC qrels: qid 0 docid relevance")
@@ -66,9 +70,16 @@ class StudyQrelsAPI(APIView):
     )
     def get(self, request, study_id):
         from evaluation.qrels import relevance_qrels
+        from judges.services import get_judge
 
         study = get_object_or_404(Study, pk=study_id)
-        export = relevance_qrels(study, request.query_params.get("aggregate", "majority"))
+        source, judge = request.query_params.get("source", "humans"), request.query_params.get("judge")
+        export = relevance_qrels(
+            study,
+            request.query_params.get("aggregate", "majority"),
+            source,
+            get_judge(judge) if judge or source != "humans" else None,
+        )
         response = Response("".join(line + "\n" for line in export.lines()))
         response["Content-Disposition"] = f'inline; filename="study-{study.pk}-{export.aggregate}.qrels"'
         return response

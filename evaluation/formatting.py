@@ -175,6 +175,7 @@ def proxy_report_as_text(report: dict) -> str:
             [("item", "item"), ("query", "query"), ("gold", "gold"), ("chosen", "chosen"), ("votes", "votes")],
         ),
     ]
+    sections.append(_text_table("Judges on the same items", proxy_judge_rows(report), PROXY_JUDGE_COLUMNS))
     for run_id, entries in report["error_analysis"]["humans_agree_model_fails"].items():
         sections.append(
             _text_table(
@@ -409,6 +410,7 @@ def label_report_as_text(report: dict) -> str:
                 ("note", ""),
             ],
         ),
+        _text_table("Judges beside the humans", label_judge_rows(report), LABEL_JUDGE_COLUMNS),
         _text_table(
             "Aggregated labels",
             aggregate_rows(report),
@@ -425,3 +427,102 @@ def label_report_as_text(report: dict) -> str:
         ),
     ]
     return "\n\n".join(sections)
+
+
+# --- judges (evaluation.judge_report) -----------------------------------------------------------
+
+PROXY_JUDGE_COLUMNS = [
+    ("judge", "judge"),
+    ("backend", "backend"),
+    ("answered", "answered"),
+    ("accuracy", "accuracy"),
+    ("p_value", "McNemar p"),
+    ("consistency", "self-consistency"),
+    ("note", ""),
+]
+LABEL_JUDGE_COLUMNS = [
+    ("judge", "judge"),
+    ("backend", "backend"),
+    ("answered", "labelled"),
+    ("kappa", "kappa vs majority"),
+    ("alpha", "alpha vs majority"),
+    ("alpha_humans", "alpha humans -> with judge"),
+    ("correlation", "Spearman vs mean grade"),
+    ("consistency", "self-consistency"),
+]
+
+
+def _consistency(section: dict | None) -> str:
+    if not section:
+        return "n/a"
+    return f"{format_value(section['all_agree'])} of {section['items']} items agree over {section['samples']} samples"
+
+
+def _answered(judge: dict, done: int) -> str:
+    failed = f", {judge['failed']} unreadable" if judge["failed"] else ""
+    return f"{done}/{judge['items']}{failed}"
+
+
+def proxy_judge_rows(report: dict) -> list[dict]:
+    rows = []
+    for name, judge in report.get("judges", {}).items():
+        test = judge["mcnemar"]
+        rows.append(
+            {
+                "judge": f"{name} v{judge['version']}",
+                "backend": judge["backend"],
+                "answered": _answered(judge, judge["answered_items"]),
+                "accuracy": format_value(judge["accuracy"]),
+                "p_value": format_p_value(test["p_value"]),
+                "consistency": _consistency(judge["self_consistency"]),
+                "note": (
+                    f"vs human majority on {test['paired_items']} items: judge alone right "
+                    f"{test['judge_only_correct']}, humans alone right {test['humans_only_correct']}"
+                ),
+            }
+        )
+    return rows
+
+
+def _first_level(alphas: dict) -> str:
+    level = "interval" if "interval" in alphas else "nominal"
+    return f"{_number(alphas.get(level))} ({level})"
+
+
+def label_judge_rows(report: dict) -> list[dict]:
+    rows = []
+    for name, judge in report.get("judges", {}).items():
+        versus = judge["vs_majority"]
+        kappas = versus["cohen_kappa"]
+        correlation = judge["correlation_with_mean_grade"]
+        rows.append(
+            {
+                "judge": f"{name} v{judge['version']}",
+                "backend": judge["backend"],
+                "answered": _answered(judge, judge["labelled_units"]),
+                "kappa": " / ".join(f"{_number(kappas[key])} {key}" for key in kappas),
+                "alpha": _first_level(versus["krippendorff_alpha"]),
+                "alpha_humans": (
+                    f"{_first_level(judge['krippendorff_alpha_humans'])} -> "
+                    f"{_first_level(judge['krippendorff_alpha_with_judge'])}"
+                ),
+                "correlation": _number(correlation["spearman"]) if correlation else "n/a",
+                "consistency": _consistency(judge["self_consistency"]),
+            }
+        )
+    return rows
+
+
+def judge_confusions(report: dict) -> dict[str, dict]:
+    """judge name -> its confusion matrix against the human majority, as table rows."""
+    confusions = {}
+    for name, judge in report.get("judges", {}).items():
+        confusion = judge["confusion"]
+        confusions[name] = {
+            "values": [_label_name(report, value) for value in confusion["values"]],
+            "rows": [
+                {"human": _label_name(report, value), "counts": counts}
+                for value, counts in zip(confusion["values"], confusion["matrix"])
+            ],
+        }
+    return confusions

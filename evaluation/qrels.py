@@ -10,6 +10,10 @@ annotators say otherwise):
 Staff's adjudication replaces the aggregate of the item. Items nobody judged are left out (and
 counted); only formal work items are exported, never hidden gold or qualification items. Two
 items on the same (query, passage) pool their labels.
+
+Sources: `humans` (the annotators' labels), `judge` (a judge's labels, one per sample; no
+adjudication, they are the judge's own) or `both` (the judge's first sample counted as one more
+rater beside the humans).
 """
 
 from __future__ import annotations
@@ -24,8 +28,10 @@ from pathlib import Path
 
 from annotation.models import Study
 from evaluation import label_agreement as stats
-from evaluation.aggregates import AGGREGATES
+from evaluation.aggregates import AGGREGATES, SOURCES
 from evaluation.label_report import label_data
+from judges.models import Judge
+from judges.selectors import judge_labels
 from retrieval.errors import InputError
 from retrieval.files import write_atomically
 from retrieval.models import Passage, PoolEntry, Query
@@ -83,8 +89,15 @@ def aggregate_labels(labels: Sequence[int], aggregate: str, scale: Sequence[int]
     return nearest_scale_value(float(centre), scale)
 
 
-def relevance_qrels(study: Study, aggregate: str = "majority") -> QrelsExport:
-    """The study's aggregated relevance labels, one qrel per judged (query, passage)."""
+def relevance_qrels(
+    study: Study, aggregate: str = "majority", source: str = "humans", judge: Judge | None = None
+) -> QrelsExport:
+    """The study's aggregated relevance labels, one qrel per judged (query, passage), from the
+    humans, a judge, or both."""
+    if source not in SOURCES:
+        raise InputError(f"unknown source {source!r}: use one of {', '.join(SOURCES)}", field="source")
+    if source != "humans" and judge is None:
+        raise InputError(f"qrels from {source} need a judge", field="judge")
     if aggregate not in AGGREGATES:
         raise InputError(f"unknown aggregate {aggregate!r}: use one of {', '.join(AGGREGATES)}", field="aggregate")
     if study.kind != Study.Kind.RELEVANCE:
@@ -94,9 +107,14 @@ def relevance_qrels(study: Study, aggregate: str = "majority") -> QrelsExport:
         raise InputError(f"study {study.pk} asks for selections, not relevance labels", field="study")
     labels: dict[tuple[str, str], list[int]] = {}
     adjudicated: dict[tuple[str, str], int] = {}
+    judged = judge_labels(study, judge) if judge is not None else {}
     for unit in data.units:
         pair = (unit.item.query, unit.candidate.passage)
-        labels.setdefault(pair, []).extend(data.labels(unit))
+        answers = judged.get(unit.item.id, [])
+        if source == "judge":
+            labels.setdefault(pair, []).extend(answers)
+            continue
+        labels.setdefault(pair, []).extend(data.labels(unit) + (answers[:1] if source == "both" else []))
         if unit.key in data.adjudicated:
             adjudicated[pair] = data.adjudicated[unit.key]
     qrels, unjudged = [], 0

@@ -18,10 +18,11 @@ from django.db.models import Count, Max, Q, Sum
 from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
 from annotation.selectors import counted_judgments, gold_judgments, span_target_text
 from annotation.services.labels import is_correct
+from judges.selectors import judge_answers_fingerprint
 from retrieval.models import Hit, Run
 
 # Bump when the report's computation or layout changes, so cached payloads are recomputed.
-REPORT_FORMAT = 2
+REPORT_FORMAT = 3
 
 
 @dataclass(frozen=True)
@@ -210,5 +211,6 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
         "blocked_everywhere": blocked_everywhere,
         "adjudications": adjudications,
         "runs": run_states,
+        "judges": judge_answers_fingerprint(study),
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from annotation.models import Study
 from evaluation import agreement
+from evaluation.judge_report import proxy_judges
 from evaluation.label_report import label_study_report
 from evaluation.models import StudyReport
 from evaluation.selectors import (
@@ -290,6 +291,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "model_accuracy": {run_id: section["accuracy"] for run_id, section in models.items()},
         "models": models,
         "random_baseline": _random_section(study, len(complete)),
+        "judges": proxy_judges(study, items, votes.items, votes.counts, votes.majority_correct),
         "error_analysis": {
             "unanimous_non_gold": unanimous_non_gold,
             "humans_agree_model_fails": model_failures,

@@ -51,6 +51,7 @@ def proxy_context(report: dict) -> dict:
             for run_id, entries in report["error_analysis"]["humans_agree_model_fails"].items()
         },
         "chart": charts.bar_chart_svg(charts.accuracy_bars(report), "Accuracy with 95% intervals"),
+        "judge_rows": formatting.proxy_judge_rows(report),
     }
 
 
@@ -63,6 +64,8 @@ def label_context(report: dict) -> dict:
         "annotator_rows": formatting.label_annotator_rows(report),
         "model_rows": formatting.label_model_rows(report),
         "aggregate_rows": formatting.aggregate_rows(report),
+        "judge_rows": formatting.label_judge_rows(report),
+        "judge_confusions": formatting.judge_confusions(report),
         "distribution_chart": charts.bar_chart_svg(charts.label_distribution_bars(report), "Share of labels given"),
         "agreement_chart": (
             charts.bar_chart_svg(agreement_bars, "Annotators' agreement with the majority label")

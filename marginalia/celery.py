@@ -23,5 +23,7 @@ app.conf.task_routes = {
     "retrieval.tasks.import_run": {"queue": "cpu"},
     "jobs.tasks.ping": {"queue": "cpu"},
     "console.tasks.process_upload": {"queue": "cpu"},
+    "judges.tasks.judge_study_on_gpu": {"queue": "gpu"},
+    "judges.tasks.judge_study_on_cpu": {"queue": "cpu"},
 }
 app.autodiscover_tasks()

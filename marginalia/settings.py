@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "evaluation",
     "console",
     "integrations",
+    "judges",
 ]
 
 MIDDLEWARE = [
@@ -200,6 +201,10 @@ EMAIL_HOST_USER = os.environ.get("DJANGO_EMAIL_HOST_USER", "")
 EMAIL_HOST_PASSWORD = os.environ.get("DJANGO_EMAIL_HOST_PASSWORD", "")
 EMAIL_USE_TLS = env_bool("DJANGO_EMAIL_USE_TLS", True)
 DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "marginalia@localhost")
+# Judges: the prompt templates (one file per study kind) and the most seconds to wait when an
+# endpoint answers 429 with a longer Retry-After.
+MARGINALIA_JUDGE_PROMPTS_DIR = Path(os.environ.get("MARGINALIA_JUDGE_PROMPTS_DIR", BASE_DIR / "judges" / "prompts"))
+MARGINALIA_JUDGE_MAX_RETRY_WAIT = float(os.environ.get("MARGINALIA_JUDGE_MAX_RETRY_WAIT", "60"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

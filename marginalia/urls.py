@@ -18,4 +18,5 @@ urlpatterns = [
     path("", include("evaluation.urls")),
     path("", include("console.urls")),
     path("", include("integrations.urls")),
+    path("", include("judges.urls")),
 ]

@@ -1,5 +1,6 @@
-"""`export_qrels STUDY_ID [--aggregate majority|mean|median] [--out FILE] [--beir DIR] [--json]`:
-a relevance study's aggregated labels as TREC qrels (`qid 0 docid relevance`).
+"""`export_qrels STUDY_ID [--aggregate majority|mean|median] [--source humans|judge|both --judge NAME]
+[--out FILE] [--beir DIR] [--json]`: a relevance study's aggregated labels (the humans', a judge's,
+or both) as TREC qrels (`qid 0 docid relevance`).
 
 Without --out or --beir the qrels lines go to stdout and nothing else does (like export_run), so
 `export_qrels 3 > study3.qrels` gives a clean file. With --out and/or --beir the files are
@@ -10,8 +11,9 @@ written and the summary printed (one JSON line with --json): keys `study`, `aggr
 from django.core.management.base import CommandError
 
 from annotation.services import get_study
-from evaluation.aggregates import AGGREGATES
+from evaluation.aggregates import AGGREGATES, SOURCES
 from evaluation.qrels import relevance_qrels, write_beir_folder, write_qrels_file
+from judges.services import get_judge
 from retrieval.errors import InputError
 from retrieval.management.base import JsonCommand, write_lines
 
@@ -28,6 +30,10 @@ class Command(JsonCommand):
             help="majority vote (ties: the lower label), or the scale value nearest the mean or median "
             "(halfway: the lower one). Adjudications always win.",
         )
+        parser.add_argument(
+            "--source", choices=SOURCES, default="humans", help="Whose labels: humans, a judge, or both."
+        )
+        parser.add_argument("--judge", default=None, help="The judge for --source judge|both (its latest version).")
         parser.add_argument("--out", metavar="FILE", help="Write the qrels lines to FILE instead of stdout.")
         parser.add_argument(
             "--beir",
@@ -39,13 +45,17 @@ class Command(JsonCommand):
         if options["out"] or options["beir"]:
             return super().handle(*args, **options)
         try:
-            export = relevance_qrels(get_study(options["study_id"], field="study"), options["aggregate"])
+            export = self.export(**options)
         except InputError as exc:
             raise CommandError(str(exc)) from exc
         write_lines(self, export.lines())
 
-    def run(self, *, study_id, aggregate, out, beir, **options):
-        export = relevance_qrels(get_study(study_id, field="study"), aggregate)
+    def export(self, *, study_id, aggregate, source, judge, **options):
+        chosen = get_judge(judge) if judge or source != "humans" else None
+        return relevance_qrels(get_study(study_id, field="study"), aggregate, source, chosen)
+
+    def run(self, *, out, beir, **options):
+        export = self.export(**options)
         summary = export.summary()
         if out:
             summary["out"] = str(write_qrels_file(export, out))

@@ -1,0 +1,53 @@
+"""Staff REST endpoints for judges: register and list judges, start judging a study, read a
+study's judge results and answers. Annotators get 403 on every route (IsAdminUser)."""
+
+from django.shortcuts import get_object_or_404
+from rest_framework import generics, permissions, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from annotation.models import Study
+
+from .models import Judge
+from .selectors import judge_answer_rows, study_judge_results
+from .serializers import JudgeSerializer, JudgingRequestSerializer
+from .services import get_judge
+
+
+class JudgeListCreateView(generics.ListCreateAPIView):
+    """GET the registered judge versions; POST {name, backend, settings} registers one (a new
+    version when the settings differ from the latest)."""
+
+    permission_classes = [permissions.IsAdminUser]
+    serializer_class = JudgeSerializer
+    queryset = Judge.objects.all()
+
+    def get_serializer_context(self):
+        return {**super().get_serializer_context(), "user": self.request.user}
+
+
+class StudyJudgingView(APIView):
+    """GET the study's judge results (one tally per judge version); POST {judge, samples} queues
+    judging as a job (202): local models on "gpu", endpoints and runs on "cpu"."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    def get(self, request, pk):
+        return Response(study_judge_results(get_object_or_404(Study, pk=pk)))
+
+    def post(self, request, pk):
+        study = get_object_or_404(Study, pk=pk)
+        serializer = JudgingRequestSerializer(data=request.data, context={"study": study, "user": request.user})
+        serializer.is_valid(raise_exception=True)
+        return Response(serializer.to_representation(serializer.save()), status=status.HTTP_202_ACCEPTED)
+
+
+class StudyJudgeAnswersView(APIView):
+    """GET ?judge=NAME: the study's judge answers (every judge without it), as export_judge_answers."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    def get(self, request, pk):
+        study = get_object_or_404(Study, pk=pk)
+        name = request.query_params.get("judge")
+        return Response(judge_answer_rows(study, get_judge(name) if name else None))

