@@ -21,8 +21,17 @@ from rest_framework.views import APIView
 from jobs.serializers import JobSerializer
 
 from .models import Item, ItemCandidate, Judgment, Study
-from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, answer_fields, judgment_rows, study_overview
+from .selectors import (
+    JSON_JUDGMENT_COLUMNS,
+    JUDGMENT_COLUMNS,
+    answer_fields,
+    item_flags,
+    judgment_rows,
+    study_overview,
+)
 from .serializers import (
+    ItemFlagSerializer,
+    ItemReferenceSerializer,
     StudyCreateSerializer,
     StudySerializer,
     StudyTrainingRequestSerializer,
@@ -37,6 +46,15 @@ from .services import (
     next_work,
     submit_judgment,
     void_judgment,
+)
+from .services.annotator_actions import (
+    candidate_context,
+    flag_item,
+    skip_item,
+    undo_deadline,
+    undo_last_submission,
+    undo_seconds,
+    undoable_submission,
 )
 from .services.qualification import qualification_receipt
 
@@ -81,9 +99,7 @@ class SubmitView(APIView):
         form = SubmitSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         data = form.validated_data
-        item = Item.objects.filter(study=study, pk=data["item"]).select_related("study").first()
-        if item is None:
-            raise ValidationError({"item": [f"no item {data['item']} in this study"]})
+        item = _study_item(study, data["item"])
         candidate = None
         if "candidate" in data:
             candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
@@ -92,11 +108,15 @@ class SubmitView(APIView):
         answer = {key: data[key] for key in ANSWER_KEYS if key in data}
         try:
             submission = submit_judgment(
-                annotator=request.user, item=item, candidate=candidate, seconds=data.get("seconds"), **answer
+                annotator=request.user,
+                item=item,
+                candidate=candidate,
+                seconds=data.get("seconds"),
+                unsure=data["unsure"],
+                **answer,
             )
         except SubmissionRejected as exc:
-            code = status.HTTP_409_CONFLICT if exc.conflict else status.HTTP_400_BAD_REQUEST
-            return Response({"detail": str(exc)}, status=code)
+            return _conflict(exc)
         created_status = status.HTTP_201_CREATED if submission.created else status.HTTP_200_OK
         if submission.qualification_answer is not None:
             receipt = qualification_receipt(submission.qualification_answer)
@@ -106,11 +126,110 @@ class SubmitView(APIView):
             {
                 "item": item.pk,
                 **answer_fields(judgment),
+                "unsure": judgment.unsure,
                 "submitted_at": judgment.submitted_at.isoformat(),
                 "created": submission.created,
+                "undo_until": undo_deadline(judgment).isoformat() if submission.created and undo_seconds() else None,
             },
             status=created_status,
         )
+
+
+def _study_item(study: Study, item_id: int) -> Item:
+    item = Item.objects.filter(study=study, pk=item_id).select_related("study").first()
+    if item is None:
+        raise ValidationError({"item": [f"no item {item_id} in this study"]})
+    return item
+
+
+def _conflict(exc: SubmissionRejected) -> Response:
+    code = status.HTTP_409_CONFLICT if exc.conflict else status.HTTP_400_BAD_REQUEST
+    return Response({"detail": str(exc)}, status=code)
+
+
+class SkipView(APIView):
+    """Give the item the annotator holds back to the queue for others; it is never served to
+    them again. 200 with `created` false when they had skipped it already; 409 when they do not
+    hold it. Ask for the next item afterwards."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=ItemReferenceSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        form = ItemReferenceSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        try:
+            skip = skip_item(_study_item(study, form.validated_data["item"]), request.user)
+        except SubmissionRejected as exc:
+            return _conflict(exc)
+        return Response({"item": skip.item.pk, "skipped": True, "created": skip.created})
+
+
+class FlagView(APIView):
+    """Report an item the annotator was given as broken, with a reason staff read. 201, or 200
+    when they had flagged it before (the first reason stands). The item stays theirs to answer
+    or skip."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=ItemFlagSerializer, responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT})
+    def post(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        form = ItemFlagSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        item = _study_item(study, form.validated_data["item"])
+        try:
+            flagging = flag_item(item, request.user, form.validated_data["reason"])
+        except SubmissionRejected as exc:
+            return _conflict(exc)
+        return Response(
+            {"item": item.pk, "reason": flagging.flag.reason, "created": flagging.created},
+            status=status.HTTP_201_CREATED if flagging.created else status.HTTP_200_OK,
+        )
+
+
+class UndoView(APIView):
+    """Take back the annotator's last answer in the study within the grace period
+    (MARGINALIA_UNDO_SECONDS) while nobody else has seen it: the judgment is withdrawn and the
+    item is theirs to answer again (`next` serves it). 409 with the reason otherwise. GET says
+    whether an answer may be taken back now (`undo`: item, until, seconds_left, or null)."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        undoable = undoable_submission(study, request.user)
+        return Response({"undo": undoable.payload() if undoable else None})
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        try:
+            item = undo_last_submission(study, request.user)
+        except SubmissionRejected as exc:
+            return _conflict(exc)
+        return Response({"item": item.pk, "undone": True})
+
+
+class ContextView(APIView):
+    """The sentences around a candidate (`?candidate=ID`, an id of the item the annotator holds)
+    in its book: `before`, `sentences`, `after`. Only in studies that allow more context (403
+    otherwise); 409 for a candidate of an item the annotator does not hold."""
+
+    permission_classes = [permissions.IsAuthenticated]
+
+    @extend_schema(parameters=[OpenApiParameter("candidate", int, required=True)], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        candidate = request.query_params.get("candidate", "")
+        if not candidate.isdigit():
+            raise ValidationError({"candidate": ["give the candidate id: ?candidate=ID"]})
+        try:
+            return Response(candidate_context(study, request.user, int(candidate)))
+        except SubmissionRejected as exc:
+            return _conflict(exc)
 
 
 # --- staff -------------------------------------------------------------------------------------
@@ -165,6 +284,16 @@ class StudyTrainView(APIView):
         form = StudyTrainingRequestSerializer(data=request.data, context={"study": study, "user": request.user})
         form.is_valid(raise_exception=True)
         return Response(JobSerializer(form.save()).data, status=status.HTTP_202_ACCEPTED)
+
+
+class StudyItemFlagsView(APIView):
+    """Staff: the flags annotators raised on the study's items (who, which item, why, when)."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk):
+        return Response(item_flags(get_object_or_404(Study, pk=pk)))
 
 
 class CSVRenderer(BaseRenderer):

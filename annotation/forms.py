@@ -180,6 +180,12 @@ class StudyBasicsForm(ServiceErrorsMixin, forms.Form):
         label="Claim expires after (minutes)",
         help_text="An item left unanswered this long goes back to the queue.",
     )
+    more_context = forms.BooleanField(
+        required=False,
+        initial=True,
+        label="Annotators may ask for more context",
+        help_text="A “More context” button shows the sentences around a candidate in its book.",
+    )
 
 
 class ProxyStudyForm(StudyBasicsForm, QualitySettingsForm):
@@ -199,6 +205,13 @@ class ProxyStudyForm(StudyBasicsForm, QualitySettingsForm):
         help_text="The gold and k - 1 negatives.",
     )
     single_sentence = forms.BooleanField(required=False, label="Single-sentence quotations only")
+    more_context = forms.BooleanField(
+        required=False,
+        initial=False,
+        label="Annotators may ask for more context",
+        help_text="Off by default for proxy studies: the sentences around the right candidate are the "
+        "quotation's own context, so more context can give the answer away.",
+    )
     book = BookChoiceField(
         queryset=Document.objects.select_related("collection").order_by("collection__name", "ordinal"),
         required=False,
@@ -221,6 +234,7 @@ class ProxyStudyForm(StudyBasicsForm, QualitySettingsForm):
         "guidelines",
         "annotators",
         "claim_minutes",
+        "more_context",
         *QualitySettingsForm.QUALITY_FIELDS,
     ]
 
@@ -322,6 +336,7 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
         "guidelines",
         "annotators",
         "claim_minutes",
+        "more_context",
     ]
 
 
@@ -375,6 +390,7 @@ class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
         "guidelines",
         "annotators",
         "claim_minutes",
+        "more_context",
     ]
 
     def __init__(self, *args, **kwargs):
@@ -439,6 +455,13 @@ class PeerVerdictForm(forms.Form):
     comment = forms.CharField(max_length=2000, required=False)
 
 
+class ItemActionForm(forms.Form):
+    """Skip or flag the item shown (a flag with its reason)."""
+
+    item = forms.IntegerField(min_value=1)
+    reason = forms.CharField(max_length=2000, required=False, strip=True)
+
+
 class VoidJudgmentForm(forms.Form):
     reason = forms.CharField(max_length=2000, strip=True)
 
@@ -457,6 +480,7 @@ class JudgmentForm(forms.Form):
     rationale = forms.CharField(required=False, strip=False)
     selections = PositionsField(required=False)
     seconds = forms.CharField(required=False)
+    unsure = forms.BooleanField(required=False)
 
     def __init__(self, data, *, proxy: bool):
         super().__init__(data)
@@ -491,8 +515,9 @@ class JudgmentForm(forms.Form):
         """The answer's parts under `submit_judgment`'s argument names."""
         data = self.cleaned_data
         if self.proxy:
-            return {"position": data["choice"]}
+            return {"position": data["choice"], "unsure": data["unsure"]}
         return {
+            "unsure": data["unsure"],
             "label": data["label"],
             "spans": data["spans"],
             "rubric": self.rubric(),

@@ -47,6 +47,11 @@ class Study(models.Model):
         help_text="Most formal items one annotator (or crowd participant) may judge; empty: no cap.",
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    more_context = models.BooleanField(
+        default=False,
+        help_text="Annotators may read the sentences around a candidate in its book. Off for proxy studies "
+        "by default: the gold's neighbours are the quotation's own context, so it can give the answer away.",
+    )
     # Quality control. A study with a qualification threshold shows each annotator its
     # qualification items first; formal work unlocks at `qualification_threshold` accuracy.
     qualification_threshold = models.FloatField(
@@ -142,6 +147,7 @@ class Assignment(models.Model):
         SUBMITTED = "submitted"
         EXPIRED = "expired"
         VOIDED = "voided"
+        SKIPPED = "skipped"
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="assignments")
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="assignments")
@@ -192,6 +198,7 @@ class Judgment(models.Model):
     selections = models.JSONField(default=list, blank=True, help_text="Positions chosen in a multi-select item.")
     rubric = models.JSONField(default=dict, blank=True)
     rationale = models.TextField(blank=True)
+    unsure = models.BooleanField(default=False, help_text="The annotator marked the answer as a guess.")
     seconds = models.FloatField(null=True, blank=True)
     server_seconds = models.FloatField(null=True, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.WEB)
@@ -217,6 +224,20 @@ class Judgment(models.Model):
         ):
             raise ValueError("a submitted judgment is immutable; only voiding may change it")
         super().save(*args, **kwargs)
+
+
+class ItemFlag(models.Model):
+    """An annotator's report that an item is broken or unanswerable, for staff to look at.
+    One per annotator and item (the first reason stands); only staff read them."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="flags")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="item_flags")
+    reason = models.TextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item_id", "created_at"]
+        constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="item_flag_unique_per_annotator")]
 
 
 class AnnotatorProfile(models.Model):

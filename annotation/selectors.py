@@ -15,7 +15,7 @@ from django.db.models import Count, Q, QuerySet
 from retrieval.models import Query
 
 from .label_schema import matches_expected, study_schema
-from .models import Assignment, Item, ItemCandidate, Judgment, Study, StudyBlock
+from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, Study, StudyBlock
 
 
 def context_sentences(query: Query, context_left: int, context_right: int) -> tuple[list[str], list[str]]:
@@ -117,12 +117,12 @@ def shown_item(item: Item) -> dict:
     ids, the context (or the query's own text) and the guidelines. Built from an explicit list
     of fields and never from the item's role, so hidden gold cannot show through."""
     study, query = item.study, item.query
-    candidates = [
-        {"id": pk, "position": position, "title": title, "text": text}
-        for pk, position, title, text in ItemCandidate.objects.filter(item=item)
+    rows = list(
+        ItemCandidate.objects.filter(item=item)
         .order_by("position")
-        .values_list("pk", "position", "passage__title", "passage__text")
-    ]
+        .values_list("pk", "position", "passage__title", "passage__text", "passage__document_id")
+    )
+    candidates = [{"id": pk, "position": pos, "title": title, "text": text} for pk, pos, title, text, _ in rows]
     left, right = context_sentences(query, study.context_left, study.context_right)
     return {
         "study": study.pk,
@@ -134,6 +134,8 @@ def shown_item(item: Item) -> dict:
         "context_left": left,
         "context_right": right,
         "query_text": "" if query.has_context else query.text,
+        # "More context" is offered where the study allows it and every candidate lies in a book.
+        "more_context": study.more_context and all(document is not None for *_, document in rows),
         **_label_task(study, item),
     }
 
@@ -197,12 +199,15 @@ def finished_payload(study: Study, annotator) -> dict:
 
 
 def study_overview(study: Study) -> dict:
-    """Staff-facing counts: items, judgments counted and voided, claims in progress."""
+    """Staff-facing counts: items, judgments counted and voided (and those marked unsure), flags
+    annotators raised on items, claims in progress."""
     judgments = Judgment.objects.filter(item__study=study)
     return {
         "items": study.items.count(),
         "judgments": judgments.filter(voided=False).count(),
         "voided": judgments.filter(voided=True).count(),
+        "unsure": judgments.filter(voided=False, unsure=True).count(),
+        "item_flags": ItemFlag.objects.filter(item__study=study).count(),
         "active_claims": Assignment.objects.filter(item__study=study, state=Assignment.State.ACTIVE).count(),
         "complete_items": study.items.annotate(
             live=Count("assignments", filter=Q(assignments__state=Assignment.State.SUBMITTED))
@@ -255,6 +260,7 @@ JUDGMENT_COLUMNS = (
     "rubric",
     "rationale",
     "selections",
+    "unsure",
     "correct",
     "seconds",
     "server_seconds",
@@ -273,7 +279,8 @@ def judgment_rows(study: Study) -> list[dict]:
     import_judgments reads), `position` its 0-based display position; label kinds fill `label`
     (or `selections`, display positions), `spans`, `rubric` and `rationale`. `correct`: whether
     the answer matches the item's known answer (the gold candidate, or a gold or qualification
-    item's expected label), None where there is none. `role` tells hidden gold judgments apart."""
+    item's expected label), None where there is none. `role` tells hidden gold judgments apart;
+    `unsure` is the annotator's own "I am guessing" mark."""
     judgments = (
         Judgment.objects.filter(item__study=study)
         .select_related("item__query", "annotator", "choice__passage")
@@ -295,6 +302,7 @@ def judgment_rows(study: Study) -> list[dict]:
             "rubric": j.rubric,
             "rationale": j.rationale,
             "selections": j.selections,
+            "unsure": j.unsure,
             "correct": _judgment_correct(j),
             "seconds": j.seconds,
             "server_seconds": j.server_seconds,
@@ -313,6 +321,28 @@ def _judgment_correct(judgment: Judgment) -> bool | None:
     if judgment.item.expected_label is None:
         return None
     return matches_expected(judgment.item.expected_label, label=judgment.label, selections=judgment.selections)
+
+
+def item_flags(study: Study) -> list[dict]:
+    """Staff only: every flag annotators raised on the study's items, in item order, with who
+    raised it, why and when."""
+    flags = (
+        ItemFlag.objects.filter(item__study=study)
+        .select_related("item__query", "annotator")
+        .order_by("item__position", "created_at", "pk")
+    )
+    return [
+        {
+            "flag": flag.pk,
+            "item": flag.item_id,
+            "position": flag.item.position,
+            "query": flag.item.query.external_id,
+            "annotator": flag.annotator.username,
+            "reason": flag.reason,
+            "created_at": flag.created_at,
+        }
+        for flag in flags
+    ]
 
 
 def answer_fields(judgment: Judgment) -> dict:

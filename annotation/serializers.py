@@ -64,6 +64,11 @@ class StudyCreateSerializer(serializers.Serializer):
         slug_field="username", queryset=get_user_model().objects.all(), many=True, required=False
     )
     claim_minutes = serializers.IntegerField(min_value=1, default=30)
+    more_context = serializers.BooleanField(
+        required=False,
+        help_text="Annotators may read the book around a candidate. Default: off for proxy studies (the gold's "
+        "neighbours are the quotation's own context, so it can give the answer away), on for the others.",
+    )
     # proxy
     negatives_run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
     items = serializers.IntegerField(min_value=1, required=False)
@@ -91,6 +96,7 @@ class StudyCreateSerializer(serializers.Serializer):
         "guidelines",
         "annotators",
         "claim_minutes",
+        "more_context",
     )
     LABEL_FIELDS = ("queries", "n_queries", "label_schema")
     KIND_FIELDS = {
@@ -136,6 +142,7 @@ class SubmitSerializer(serializers.Serializer):
     rubric = serializers.JSONField(required=False)
     rationale = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
     seconds = serializers.FloatField(required=False, allow_null=True)
+    unsure = serializers.BooleanField(default=False, help_text="The annotator is guessing; kept beside the answer.")
 
     def validate(self, attrs):
         if not {"candidate", "position", "label", "selections"} & attrs.keys():
@@ -143,6 +150,16 @@ class SubmitSerializer(serializers.Serializer):
                 "give the chosen candidate (or its position), a label, or the selected positions"
             )
         return attrs
+
+
+class ItemReferenceSerializer(serializers.Serializer):
+    """The item an annotator acts on (skip), by the id its payload gave."""
+
+    item = serializers.IntegerField()
+
+
+class ItemFlagSerializer(ItemReferenceSerializer):
+    reason = serializers.CharField(max_length=2000, help_text="What is wrong with the item.")
 
 
 class VoidSerializer(serializers.Serializer):

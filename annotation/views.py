@@ -22,6 +22,7 @@ from .forms import (
     AdjudicationForm,
     BlockForm,
     DesignateForm,
+    ItemActionForm,
     JudgmentForm,
     PeerVerdictForm,
     ProxyStudyForm,
@@ -38,6 +39,7 @@ from .services import (
     next_work,
     submit_judgment,
 )
+from .services.annotator_actions import flag_item, skip_item, undo_last_submission, undoable_submission
 from .services.quality import (
     adjudicate,
     block_annotator,
@@ -91,7 +93,78 @@ def annotate(request, study_id: int):
     finished_redirect = request.session.get(FINISHED_REDIRECTS_SESSION_KEY, {}).get(str(study.pk))
     if work["finished"] and finished_redirect:
         return redirect(finished_redirect)
-    return render(request, "annotation/annotate.html", {"study": study, "work": annotation_page(work, study)})
+    undoable = undoable_submission(study, request.user)
+    return render(
+        request,
+        "annotation/annotate.html",
+        {"study": study, "work": annotation_page(work, study), "undo": undoable.payload() if undoable else None},
+    )
+
+
+def _posted_item(request, study: Study) -> tuple[ItemActionForm, Item | None]:
+    """The skip or flag form posted, and the study's item it names (None when it names none)."""
+    form = ItemActionForm(request.POST)
+    if not form.is_valid():
+        return form, None
+    return form, Item.objects.filter(study=study, pk=form.cleaned_data["item"]).select_related("study").first()
+
+
+@login_required
+@require_POST
+def item_skip(request, study_id: int):
+    """Pass the item shown over: it goes back to the queue for others, never to this annotator."""
+    study = get_object_or_404(Study, pk=study_id)
+    _form, item = _posted_item(request, study)
+    try:
+        if item is None:
+            messages.error(request, "That item is not part of this study.")
+        else:
+            skip_item(item, request.user)
+            messages.info(request, "Item skipped: it goes to someone else.")
+    except SubmissionRejected as rejection:
+        messages.error(request, f"Not skipped: {rejection}.")
+    except AnnotationForbidden as refusal:
+        return _refused(request, study, refusal)
+    return redirect("annotate", study_id=study.pk)
+
+
+@login_required
+@require_POST
+def item_flag(request, study_id: int):
+    """Report the item shown as broken; staff see the reason. The item stays on the page."""
+    study = get_object_or_404(Study, pk=study_id)
+    form, item = _posted_item(request, study)
+    try:
+        if item is None:
+            messages.error(request, "That item is not part of this study.")
+        else:
+            flagging = flag_item(item, request.user, form.cleaned_data["reason"])
+            messages.success(
+                request,
+                "Flag sent to the study's staff." if flagging.created else "You had already flagged this item.",
+            )
+    except SubmissionRejected as rejection:
+        messages.error(request, f"Not flagged: {rejection}.")
+    except InputError as error:
+        messages.error(request, f"Not flagged: {error.message}.")
+    except AnnotationForbidden as refusal:
+        return _refused(request, study, refusal)
+    return redirect("annotate", study_id=study.pk)
+
+
+@login_required
+@require_POST
+def submission_undo(request, study_id: int):
+    """Take back the last answer within the grace period; its item is shown again."""
+    study = get_object_or_404(Study, pk=study_id)
+    try:
+        undo_last_submission(study, request.user)
+        messages.info(request, "Your last answer was taken back: answer this item again.")
+    except SubmissionRejected as rejection:
+        messages.error(request, f"Not undone: {rejection}.")
+    except AnnotationForbidden as refusal:
+        return _refused(request, study, refusal)
+    return redirect("annotate", study_id=study.pk)
 
 
 @login_required

@@ -205,6 +205,8 @@ DEFAULT_FROM_EMAIL = os.environ.get("DJANGO_DEFAULT_FROM_EMAIL", "marginalia@loc
 # endpoint answers 429 with a longer Retry-After.
 MARGINALIA_JUDGE_PROMPTS_DIR = Path(os.environ.get("MARGINALIA_JUDGE_PROMPTS_DIR", BASE_DIR / "judges" / "prompts"))
 MARGINALIA_JUDGE_MAX_RETRY_WAIT = float(os.environ.get("MARGINALIA_JUDGE_MAX_RETRY_WAIT", "60"))
+# An annotator may take back their last answer this many seconds after submitting it (0: never).
+MARGINALIA_UNDO_SECONDS = float(os.environ.get("MARGINALIA_UNDO_SECONDS", "10"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

@@ -71,6 +71,7 @@ def create_relevance_study(
     guidelines: str = "",
     annotators: Iterable[AbstractBaseUser] = (),
     claim_minutes: int = 30,
+    more_context: bool = True,
     created_by: AbstractBaseUser | None = None,
     progress: Progress = no_progress,
 ) -> StudyCreation:
@@ -94,6 +95,7 @@ def create_relevance_study(
         context_right=context_right,
         guidelines=guidelines,
         claim_minutes=claim_minutes,
+        more_context=more_context,
         created_by=created_by,
     )
     if not runs and not use_pools:
@@ -151,6 +153,7 @@ def create_quotability_study(
     guidelines: str = "",
     annotators: Iterable[AbstractBaseUser] = (),
     claim_minutes: int = 30,
+    more_context: bool = True,
     created_by: AbstractBaseUser | None = None,
     progress: Progress = no_progress,
 ) -> StudyCreation:
@@ -169,6 +172,7 @@ def create_quotability_study(
         context_right=context_right,
         guidelines=guidelines,
         claim_minutes=claim_minutes,
+        more_context=more_context,
         created_by=created_by,
     )
     candidates = _selected_queries(collection, queries, n_queries)
@@ -242,6 +246,7 @@ def _study_fields(
     context_right,
     guidelines,
     claim_minutes,
+    more_context,
     created_by,
 ) -> dict:
     """The Study fields every label study sets, validated."""
@@ -262,6 +267,7 @@ def _study_fields(
         "context_right": context_right,
         "guidelines": guidelines,
         "claim_minutes": claim_minutes,
+        "more_context": more_context,
         "created_by": created_by,
     }
 

@@ -49,6 +49,8 @@ MAX_REPORTED_SECONDS = 24 * 3600.0
 CLAIM_ATTEMPTS = 5
 # How many of the neediest items one claim attempt looks at before giving up on this round.
 CLAIM_CANDIDATES = 20
+# Claims that keep an item from being served to the same annotator again.
+NOT_AGAIN_STATES = (*LIVE_ASSIGNMENT_STATES, Assignment.State.SKIPPED)
 
 
 class AnnotationForbidden(PermissionDenied):
@@ -169,12 +171,12 @@ def reached_cap(study: Study, annotator) -> bool:
 
 def claimable_items(study: Study, annotator) -> QuerySet[Item]:
     """The formal items (work and hidden gold) the queue may give `annotator` next, annotated with
-    their `live` claims: a slot free, not judged or held by them, and none whose answer they were
-    shown in a peer review (their own judgment would no longer be independent)."""
+    their `live` claims: a slot free, not judged, held or skipped by them, and none whose answer
+    they were shown in a peer review (their own judgment would no longer be independent)."""
     return (
         Item.objects.filter(study=study, role__in=(Item.Role.WORK, Item.Role.GOLD))
         .exclude(judgments__annotator=annotator)
-        .exclude(pk__in=Assignment.objects.filter(annotator=annotator, state__in=LIVE_ASSIGNMENT_STATES).values("item"))
+        .exclude(pk__in=Assignment.objects.filter(annotator=annotator, state__in=NOT_AGAIN_STATES).values("item"))
         .exclude(pk__in=PeerReview.objects.filter(reviewer=annotator).values("judgment__item"))
         .annotate(live=Count("assignments", filter=Q(assignments__state__in=LIVE_ASSIGNMENT_STATES)))
         .filter(live__lt=study.judgments_per_item)
@@ -251,10 +253,13 @@ def submit_judgment(
     rationale="",
     selections=None,
     seconds=None,
+    unsure: bool = False,
 ) -> Submission:
     """Store the annotator's answer to `item`: a candidate (or its 0-based display position)
     for proxy studies; for label studies a label (or a multi-select's selected positions) with
     the spans, rubric and rationale the study's schema asks for (see labels.validate_answer).
+    `unsure` keeps the annotator's "I am guessing" mark beside the answer (not for
+    qualification answers, which are scored either way).
 
     Idempotent: when the annotator already judged the item, the stored judgment is returned
     unchanged, whatever the new answer. A claim that expired still counts if one of the item's
@@ -306,6 +311,7 @@ def submit_judgment(
                 annotator=annotator,
                 assignment=assignment,
                 **answer.judgment_fields(),
+                unsure=bool(unsure),
                 seconds=clamp_seconds(seconds),
                 server_seconds=(now - assignment.claimed_at).total_seconds(),
                 source=Judgment.Source.WEB,
@@ -384,7 +390,9 @@ def _submittable_assignment(item: Item, annotator) -> Assignment:
         .first()
     )
     if expired is None:
-        raise SubmissionRejected("you hold no claim on this item", conflict=True)
+        skipped = Assignment.objects.filter(item=item, annotator=annotator, state=Assignment.State.SKIPPED)
+        reason = "you skipped this item" if skipped.exists() else "you hold no claim on this item"
+        raise SubmissionRejected(reason, conflict=True)
     slot = free_slot(item, item.study.judgments_per_item)
     if slot is None:
         raise SubmissionRejected("your claim expired and others have completed this item", conflict=True)

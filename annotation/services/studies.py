@@ -104,10 +104,13 @@ def create_proxy_study(
     guidelines: str = "",
     annotators: Iterable[AbstractBaseUser] = (),
     claim_minutes: int = 30,
+    more_context: bool = False,
     created_by: AbstractBaseUser | None = None,
     progress: Progress = no_progress,
 ) -> StudyCreation:
-    """Build a proxy study of up to `items` items in one transaction.
+    """Build a proxy study of up to `items` items in one transaction. `more_context` lets
+    annotators read the book around each candidate: off by default, because the gold's
+    neighbouring sentences are the quotation's own context and would give the answer away.
 
     Queries are visited in a seeded random order; a query that cannot give a complete item (no
     gold, too few usable negatives in the run) is skipped and reported, and the next one is
@@ -167,6 +170,7 @@ def create_proxy_study(
         context_right=context_right,
         guidelines=guidelines,
         claim_minutes=claim_minutes,
+        more_context=more_context,
         created_by=created_by,
     )
 

@@ -15,13 +15,18 @@
  *
  * The time on an item survives a reload (localStorage, per item), so leaving and coming back
  * does not restart the clock.
+ *
+ * Item actions (plain forms that work without the script; the keys are shortcuts): s skips the
+ * item, r opens the flag box (Ctrl+Enter sends it), u toggles the "unsure" mark, z takes the
+ * last answer back while the undo bar counts down its grace period (the server decides). "More
+ * context" buttons fetch the sentences around a candidate from /api/annotate/STUDY/context/.
  */
 (function () {
   "use strict";
 
   var TICK_MS = 1000;
   var MARK_KEY = "m";
-  var state = { timer: null, submitting: false, active: 0, spanTexts: [] };
+  var state = { timer: null, submitting: false, active: 0, spanTexts: [], undoTicker: null };
 
   function root() { return document.getElementById("annotate-root"); }
   function form() { return document.getElementById("judgment-form"); }
@@ -272,6 +277,7 @@
       return;
     }
     if (target.closest(".mark-span")) { markSelection(); return; }
+    if (target.closest(".more-context-toggle")) { toggleMoreContext(target.closest(".more-context-toggle")); return; }
     var mark = target.closest("mark.span-mark");
     if (mark && window.getSelection().isCollapsed) {
       var owner = mark.closest("[data-span-target]");
@@ -281,6 +287,89 @@
     }
     var group = target.closest(".key-group");
     if (group) activate(groups().indexOf(group));
+  }
+
+  /* ---- item actions: skip, flag, unsure, undo, more context ------------------------------------- */
+
+  function submitIfShown(id) {
+    var f = document.getElementById(id);
+    if (!f || f.hidden) return false;
+    f.requestSubmit();
+    return true;
+  }
+
+  function openFlagBox() {
+    var box = document.getElementById("flag-box");
+    if (!box) return false;
+    box.open = true;
+    box.querySelector("textarea").focus();
+    return true;
+  }
+
+  function toggleUnsure() {
+    var mark = form() && form().querySelector("input[name=unsure]");
+    if (!mark) return false;
+    mark.checked = !mark.checked;
+    return true;
+  }
+
+  var ACTIONS = {
+    s: function () { return submitIfShown("skip-form"); },
+    r: openFlagBox,
+    u: toggleUnsure,
+    z: function () { return submitIfShown("undo-form"); },
+  };
+
+  /* The undo bar disappears when its grace period is over (the server refuses after that too). */
+  function startUndoCountdown() {
+    if (state.undoTicker) { window.clearInterval(state.undoTicker); state.undoTicker = null; }
+    var bar = document.getElementById("undo-form");
+    if (!bar) return;
+    var deadline = Date.now() + Number(bar.dataset.secondsLeft) * 1000;
+    var tick = function () {
+      var left = Math.max(0, (deadline - Date.now()) / 1000);
+      bar.querySelector(".undo-left").textContent = Math.ceil(left);
+      if (left <= 0) {
+        bar.hidden = true;
+        window.clearInterval(state.undoTicker);
+        state.undoTicker = null;
+      }
+    };
+    state.undoTicker = window.setInterval(tick, 200);
+    tick();
+  }
+
+  function sentencesText(sentences) { return sentences.join(" "); }
+
+  function toggleMoreContext(button) {
+    var box = button.parentElement.querySelector(".more-context-text");
+    if (!box.hidden) { box.hidden = true; button.textContent = "More context"; return; }
+    var url = "/api/annotate/" + root().dataset.study + "/context/?candidate=" + encodeURIComponent(button.value);
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) {
+        return response.json().then(function (body) {
+          if (!response.ok) throw new Error(body.detail || "status " + response.status);
+          return body;
+        });
+      })
+      .then(function (body) {
+        box.textContent = "";
+        [["before", body.before], ["here", body.sentences], ["after", body.after]].forEach(function (part) {
+          if (!part[1].length) return;
+          var paragraph = document.createElement("p");
+          paragraph.className = "context-" + part[0];
+          if (part[0] === "here") {
+            var mark = document.createElement("mark");
+            mark.textContent = sentencesText(part[1]);
+            paragraph.appendChild(mark);
+          } else {
+            paragraph.textContent = sentencesText(part[1]);
+          }
+          box.appendChild(paragraph);
+        });
+      })
+      .catch(function (error) { box.textContent = "No more context: " + error.message; })
+      .then(function () { box.hidden = false; button.textContent = "Less context"; });
   }
 
   /* ---- keyboard ---------------------------------------------------------------------------------- */
@@ -303,6 +392,16 @@
   }
 
   function onKeyDown(event) {
+    var flagReason = event.target && event.target.id === "id_flag_reason";
+    if (flagReason && event.key === "Enter" && (event.ctrlKey || event.metaKey)) {
+      event.preventDefault();
+      event.target.form.requestSubmit();
+      return;
+    }
+    if (flagReason && event.key === "Escape") { event.preventDefault(); event.target.blur(); return; }
+    var plainKey = !(event.altKey || event.ctrlKey || event.metaKey || isTyping(event.target));
+    var action = plainKey && event.target !== rationale() && ACTIONS[event.key.toLowerCase()];
+    if (action && action()) { event.preventDefault(); return; }
     var f = form();
     if (!f) return;
     if (event.target === rationale()) {
@@ -432,6 +531,8 @@
     var f = form();
     state.spanTexts = all(page, "[data-span-target]").map(function (element) { return new SpanText(element); });
     all(page, ".span-tools").forEach(function (tools) { tools.hidden = false; });
+    all(page, ".more-context-toggle").forEach(function (button) { button.hidden = false; });
+    startUndoCountdown();
     if (f) {
       // The script explains what is missing itself (missingPart), in the page's words.
       f.noValidate = true;

@@ -11,6 +11,7 @@ from django.db import connection
 
 from annotation.models import Assignment, Judgment
 from annotation.services import claim_next_item, submit_judgment
+from annotation.services.annotator_actions import skip_item, undo_last_submission
 from tests.factories import make_annotator, make_relic_proxy_study
 
 ANNOTATORS = 5
@@ -76,3 +77,51 @@ def test_simultaneous_double_submissions_store_one_judgment():
         thread.join()
     assert errors == []
     assert len(set(stored)) == 1 and Judgment.objects.count() == 1
+
+
+def work_with_second_thoughts(study, annotator, skips: bool, errors):
+    """Like work_through, but the annotator skips the first item they get (when `skips`) and
+    takes back every other answer right after a double submission, then answers it again."""
+    try:
+        for turn in range(2 * ITEMS + 2):
+            assignment = claim_next_item(study, annotator)
+            if assignment is None:
+                return
+            if skips and turn == 0:
+                skip_item(assignment.item, annotator)
+                continue
+            for _ in range(2):
+                submit_judgment(annotator=annotator, item=assignment.item, position=0, seconds=1)
+            if turn % 2:
+                assert undo_last_submission(study, annotator) == assignment.item
+                for _ in range(2):
+                    submit_judgment(annotator=annotator, item=assignment.item, position=1, seconds=1)
+    except Exception as exc:
+        errors.append(exc)
+    finally:
+        connection.close()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_skips_and_undos_among_racing_annotators_neither_lose_nor_duplicate_judgments():
+    study = make_relic_proxy_study(ITEMS, judgments_per_item=JUDGMENTS_PER_ITEM)
+    annotators = [make_annotator(f"doubter{n}") for n in range(ANNOTATORS)]
+    errors: list[Exception] = []
+    threads = [
+        threading.Thread(target=work_with_second_thoughts, args=(study, a, n < 2, errors))
+        for n, a in enumerate(annotators)
+    ]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+    assert errors == []
+    per_item = Counter(Judgment.objects.values_list("item_id", flat=True))
+    assert per_item == {item.pk: JUDGMENTS_PER_ITEM for item in study.items.all()}
+    assert max(Counter(Judgment.objects.values_list("item_id", "annotator_id")).values()) == 1
+    assert not Assignment.objects.filter(state=Assignment.State.ACTIVE).exists()
+    assert Assignment.objects.filter(state=Assignment.State.SUBMITTED).count() == ITEMS * JUDGMENTS_PER_ITEM
+    assert Assignment.objects.filter(state=Assignment.State.SKIPPED).count() == 2
+    skipped = set(Assignment.objects.filter(state=Assignment.State.SKIPPED).values_list("item_id", "annotator_id"))
+    assert not skipped & set(Judgment.objects.values_list("item_id", "annotator_id"))

@@ -48,7 +48,7 @@ def progress(page):
 
 
 def shown_item_id(page) -> int:
-    return int(page.locator("input[name=item]").input_value())
+    return int(page.locator("#judgment-form input[name=item]").input_value())
 
 
 def answer_with_keys(page, *keys: str, done_after: str) -> None:

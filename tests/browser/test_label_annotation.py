@@ -29,7 +29,7 @@ def progress(page):
 
 
 def shown_item(page) -> Item:
-    return Item.objects.get(pk=int(page.locator("input[name=item]").input_value()))
+    return Item.objects.get(pk=int(page.locator("#judgment-form input[name=item]").input_value()))
 
 
 def shown_passage_text(item: Item) -> str:

@@ -24,7 +24,7 @@ def with_qualification_round(study: Study, *, questions: int, threshold: float, 
 
 
 def answer_question(page, *, correctly: bool) -> None:
-    item = Item.objects.get(pk=int(page.locator("input[name=item]").input_value()))
+    item = Item.objects.get(pk=int(page.locator("#judgment-form input[name=item]").input_value()))
     label = item.expected_label if correctly else 1 - item.expected_label
     page.keyboard.press(str(label))
     page.keyboard.press("Enter")
@@ -64,7 +64,7 @@ def test_the_qualification_round_gates_formal_work_fail_try_again_pass(page):
         "You passed the qualification round (2 of 2 correct). Formal work starts now."
     )
     expect(banner).to_have_count(0)
-    formal = Item.objects.get(pk=int(page.locator("input[name=item]").input_value()))
+    formal = Item.objects.get(pk=int(page.locator("#judgment-form input[name=item]").input_value()))
     assert formal.role == Item.Role.WORK
     page.keyboard.press("1")
     page.keyboard.press("Enter")

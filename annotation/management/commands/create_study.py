@@ -14,6 +14,7 @@
 `skipped_queries` (which, and why). Defaults: 3 judgments per item (5 for quotability), context
 4/4 (4/0 for quotability: the annotator reads what comes before the quotation)."""
 
+import argparse
 from pathlib import Path
 
 from django.contrib.auth import get_user_model
@@ -50,6 +51,12 @@ class Command(JsonCommand):
         parser.add_argument("--guidelines-file", type=Path, help="Text file with the annotation guidelines.")
         parser.add_argument("--annotators", default="", help="Comma-separated user names; empty: every annotator.")
         parser.add_argument("--claim-minutes", type=int, default=30, help="An unfinished claim expires after this.")
+        parser.add_argument(
+            "--more-context",
+            action=argparse.BooleanOptionalAction,
+            help="Let annotators read the book around a candidate (default: off for proxy studies, where it can "
+            "give the answer away; on for the others).",
+        )
         proxy = parser.add_argument_group("proxy studies")
         proxy.add_argument("--negatives-from", type=int, help="Run whose top hits are the negatives.")
         proxy.add_argument("--items", type=int, help="Number of items (queries) to draw.")
@@ -99,6 +106,8 @@ class Command(JsonCommand):
             "claim_minutes": options["claim_minutes"],
             "progress": terminal_progress("create_study"),
         }
+        if options["more_context"] is not None:
+            common["more_context"] = options["more_context"]
         if kind == Study.Kind.PROXY:
             creation = create_proxy_study(**common, **_proxy_options(collection, options))
         else:
