@@ -124,7 +124,15 @@ STORAGES = {
 MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var"))
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
 # A running job with no progress report for this long is failed: its worker is gone.
-MARGINALIA_STALE_JOB_MINUTES = int(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
+MARGINALIA_STALE_JOB_MINUTES = float(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
+# How often Celery beat sweeps for such jobs (jobs.tasks.sweep_stale_jobs).
+MARGINALIA_SWEEP_SECONDS = float(os.environ.get("MARGINALIA_SWEEP_SECONDS", "60"))
+# Queueing work refuses (HTTP 503, a command error) when the broker does not answer this fast.
+MARGINALIA_BROKER_TIMEOUT_SECONDS = float(os.environ.get("MARGINALIA_BROKER_TIMEOUT_SECONDS", "3"))
+# A run queued on workers is split into this many shards (at most; fewer for small runs), so
+# that as many workers share it; a failed or lost shard is retried alone this many times.
+MARGINALIA_RUN_SHARDS = int(os.environ.get("MARGINALIA_RUN_SHARDS", "8"))
+MARGINALIA_SHARD_RETRIES = int(os.environ.get("MARGINALIA_SHARD_RETRIES", "2"))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
@@ -168,6 +176,10 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+CELERY_BROKER_CONNECTION_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_BEAT_SCHEDULE = {
+    "sweep-stale-jobs": {"task": "jobs.tasks.sweep_stale_jobs", "schedule": MARGINALIA_SWEEP_SECONDS},
+}
 
 LOGGING = {
     "version": 1,

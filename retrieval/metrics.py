@@ -230,11 +230,18 @@ def _outcomes(run: Run) -> tuple[list[QueryOutcome], int]:
     return outcomes, without_relevant
 
 
+def require_done(run: Run, field: str = "run") -> Run:
+    """Refuse a run that did not succeed: a pending or running run has only some of its hits, a
+    failed or cancelled one none. Every reader of hits (exports, metrics, studies) asks here."""
+    if run.status != Run.Status.DONE:
+        raise InputError(f"run {run.pk} is {run.status}, not done: only a finished run's hits can be read", field=field)
+    return run
+
+
 def evaluate_run(run: Run) -> dict:
     """All metrics of a finished run, overall and by quote length. Queries without any relevant
     passage cannot be scored; they are left out and counted in `queries_without_relevant`."""
-    if run.status != Run.Status.DONE:
-        raise InputError(f"run {run.pk} is {run.status}, not done", field="run")
+    require_done(run)
     outcomes, without_relevant = _outcomes(run)
     lengths = sorted({outcome.quote_length for outcome in outcomes if outcome.quote_length is not None})
     return {
@@ -250,7 +257,12 @@ def evaluate_run(run: Run) -> dict:
 
 def trec_run_lines(run: Run) -> Iterable[str]:
     """The run's hits as TREC run lines, `qid Q0 docid rank score tag`, scores printed exactly
-    (shortest round-trip repr)."""
+    (shortest round-trip repr). Refuses (InputError) a run that is not done, before any line."""
+    require_done(run)
+    return _trec_run_lines(run)
+
+
+def _trec_run_lines(run: Run) -> Iterable[str]:
     tag = run.tag
     hits = (
         Hit.objects.filter(run=run)

@@ -7,6 +7,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from jobs.services import BrokerUnavailable
 from retrieval.errors import InputError
 
 
@@ -23,7 +24,7 @@ class JsonCommand(BaseCommand):
     def handle(self, *args, **options):
         try:
             summary = self.run(**options)
-        except InputError as exc:
+        except (InputError, BrokerUnavailable) as exc:
             raise CommandError(str(exc)) from exc
         if options["json"]:
             self.stdout.write(json.dumps(summary, sort_keys=True))

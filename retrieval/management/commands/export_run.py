@@ -17,11 +17,11 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            run = get_run(options["run_id"])
+            lines = trec_run_lines(get_run(options["run_id"]))
         except InputError as exc:
             raise CommandError(str(exc)) from exc
         try:
-            for line in trec_run_lines(run):
+            for line in lines:
                 self.stdout.write(line)
             self.stdout.flush()
         except BrokenPipeError:
