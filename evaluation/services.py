@@ -33,7 +33,7 @@ from evaluation.selectors import (
     shown_items,
 )
 from retrieval.errors import InputError
-from retrieval.metrics import get_run
+from retrieval.metrics import get_run, require_done
 from retrieval.models import Run
 
 NOT_COMPARABLE_REASON = "supplied the negatives shown to annotators"
@@ -56,7 +56,7 @@ def resolve_model_runs(study: Study, run_ids: Iterable[int | str]) -> list[Run]:
             raise InputError(f"run id {raw_id!r} is not a number", field="model_run") from None
     runs = []
     for run_id in sorted(ids):
-        run = get_run(run_id, field="model_run")
+        run = require_done(get_run(run_id, field="model_run"), field="model_run")
         if run.collection_id != study.collection_id:
             raise InputError(
                 f"run {run.pk} ranks collection {run.collection_id}, but study {study.pk} uses collection "

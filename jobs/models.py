@@ -36,6 +36,20 @@ class Job(models.Model):
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Last sign of life of a running job (each progress report)."
     )
+    parent = models.ForeignKey(
+        "self",
+        null=True,
+        blank=True,
+        on_delete=models.CASCADE,
+        related_name="children",
+        help_text="The job this one is a part (shard) of; a parent's state follows its children.",
+    )
+    task = models.CharField(max_length=200, blank=True, help_text="The Celery task that runs it (to retry it).")
+    arguments = models.JSONField(default=list, blank=True, help_text="The task's arguments after the job id.")
+    attempts = models.PositiveIntegerField(default=0, help_text="How many times a worker started it.")
+    max_attempts = models.PositiveIntegerField(
+        default=1, help_text="Starts allowed before a failure is final (a lost or failed shard is retried alone)."
+    )
 
     class Meta:
         # The table keeps the name it had when jobs lived in the retrieval app.

@@ -5,9 +5,18 @@ from rest_framework import serializers
 from jobs.models import Job
 
 
+class ShardSerializer(serializers.ModelSerializer):
+    """One part of a sharded job, as its parent lists it."""
+
+    class Meta:
+        model = Job
+        fields = ["id", "status", "progress", "message", "error", "attempts", "heartbeat_at", "finished_at"]
+
+
 class JobSerializer(serializers.ModelSerializer):
     created_by = serializers.SlugRelatedField(slug_field="username", read_only=True)
     is_finished = serializers.BooleanField(read_only=True)
+    shards = ShardSerializer(source="children", many=True, read_only=True)
 
     class Meta:
         model = Job
@@ -28,4 +37,8 @@ class JobSerializer(serializers.ModelSerializer):
             "started_at",
             "heartbeat_at",
             "finished_at",
+            "parent",
+            "attempts",
+            "max_attempts",
+            "shards",
         ]

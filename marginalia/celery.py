@@ -25,5 +25,6 @@ app.conf.task_routes = {
     "console.tasks.process_upload": {"queue": "cpu"},
     "judges.tasks.judge_study_on_gpu": {"queue": "gpu"},
     "judges.tasks.judge_study_on_cpu": {"queue": "cpu"},
+    "jobs.tasks.sweep_stale_jobs": {"queue": "cpu"},
 }
 app.autodiscover_tasks()

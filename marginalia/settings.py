@@ -158,7 +158,15 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var"))
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
 # A running job with no progress report for this long is failed: its worker is gone.
-MARGINALIA_STALE_JOB_MINUTES = int(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
+MARGINALIA_STALE_JOB_MINUTES = float(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
+# How often Celery beat sweeps for such jobs (jobs.tasks.sweep_stale_jobs).
+MARGINALIA_SWEEP_SECONDS = float(os.environ.get("MARGINALIA_SWEEP_SECONDS", "60"))
+# Queueing work refuses (HTTP 503, a command error) when the broker does not answer this fast.
+MARGINALIA_BROKER_TIMEOUT_SECONDS = float(os.environ.get("MARGINALIA_BROKER_TIMEOUT_SECONDS", "3"))
+# A run queued on workers is split into this many shards (at most; fewer for small runs), so
+# that as many workers share it; a failed or lost shard is retried alone this many times.
+MARGINALIA_RUN_SHARDS = int(os.environ.get("MARGINALIA_RUN_SHARDS", "8"))
+MARGINALIA_SHARD_RETRIES = int(os.environ.get("MARGINALIA_SHARD_RETRIES", "2"))
 # Uploads from the dashboard and /api/uploads/ (console/uploads.py): the largest file accepted, and
 # for archives (a BEIR folder as .zip / .tar.gz) what they may unpack to.
 MARGINALIA_UPLOAD_MAX_BYTES = int(os.environ.get("MARGINALIA_UPLOAD_MAX_BYTES", str(200 * 1024 * 1024)))
@@ -261,12 +269,16 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
-# Periodic tasks, run by celery beat (entries defined above are kept; add yours the same way).
-CELERY_BEAT_SCHEDULE = globals().get("CELERY_BEAT_SCHEDULE", {})
-# Webhook deliveries that are due (broker or receiver was down): every minute.
-CELERY_BEAT_SCHEDULE["integrations-redeliver-webhooks"] = {
-    "task": "integrations.tasks.redeliver_webhooks",
-    "schedule": float(os.environ.get("MARGINALIA_WEBHOOK_REDELIVERY_SECONDS", "60")),
+CELERY_BROKER_CONNECTION_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+# Periodic tasks, run by celery beat (run_platform starts it; docker-compose's beat service).
+CELERY_BEAT_SCHEDULE = {
+    # Jobs whose worker died (no heartbeat for MARGINALIA_STALE_JOB_MINUTES) fail or retry.
+    "sweep-stale-jobs": {"task": "jobs.tasks.sweep_stale_jobs", "schedule": MARGINALIA_SWEEP_SECONDS},
+    # Webhook deliveries that are due (broker or receiver was down).
+    "integrations-redeliver-webhooks": {
+        "task": "integrations.tasks.redeliver_webhooks",
+        "schedule": float(os.environ.get("MARGINALIA_WEBHOOK_REDELIVERY_SECONDS", "60")),
+    },
 }
 
 LOGGING = {

@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from jobs.serializers import JobSerializer
+from jobs.services import BrokerUnavailable
 from retrieval import selectors
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
@@ -183,7 +184,10 @@ class RetrieverViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
 
 def exception_handler(exc, context):
     """DRF's handler, plus the project's one input error: a service's InputError becomes a 400
-    naming its field, so no view has to catch and translate it."""
+    naming its field, so no view has to catch and translate it; an unreachable task queue is a
+    503 saying so (nothing was queued or written)."""
+    if isinstance(exc, BrokerUnavailable):
+        return Response({"detail": str(exc)}, status=status.HTTP_503_SERVICE_UNAVAILABLE)
     if isinstance(exc, InputError):
         exc = ValidationError({exc.field or "non_field_errors": [exc.message]})
     return drf_exception_handler(exc, context)

@@ -20,6 +20,7 @@ import numpy as np
 
 from .errors import InputError
 from .models import Hit, Passage, Qrel, Query, Run
+from .selectors import require_done
 from .services.candidates import candidate_sets
 
 RECALL_CUTOFFS = (1, 3, 5, 10, 50, 100)
@@ -331,8 +332,7 @@ QUERY_COLUMNS = {"split": "split", "quote_length": "quote_length", "book": "docu
 def run_outcomes(run: Run, keys: Sequence[str] = METRICS) -> tuple[list[QueryOutcome], int]:
     """A finished run's per-query outcomes for `keys`, and how many queries had no relevant
     passage (left out: they cannot be scored)."""
-    if run.status != Run.Status.DONE:
-        raise InputError(f"run {run.pk} is {run.status}, not done", field="run")
+    require_done(run)
     depths = [_cutoff(key) for key in keys if key.startswith("n_rodcg@")]
     return _outcomes(run, max(depths, default=CUTOFF))
 

@@ -171,6 +171,7 @@ class Run(models.Model):
         RUNNING = "running"
         DONE = "done"
         FAILED = "failed"
+        CANCELLED = "cancelled"
 
     retriever = models.ForeignKey(Retriever, on_delete=models.PROTECT, related_name="runs")
     collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="runs")

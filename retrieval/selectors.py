@@ -9,6 +9,7 @@ from django.conf import settings
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
+from retrieval.errors import InputError
 from retrieval.models import Collection, Document, Hit, Passage, Qrel, Query, Retriever, Run
 
 # The metrics the dashboard shows for a run, in this order, when evaluate_run reports them.
@@ -91,9 +92,22 @@ def trec_qrels_lines(collection: Collection) -> Iterator[str]:
         yield f"{query_id} 0 {passage_id} {relevance}\n"
 
 
+def require_done(run: Run, field: str = "run") -> Run:
+    """Refuse a run that did not succeed: a pending or running run has only some of its hits, a
+    failed or cancelled one none. Every reader of hits (exports, metrics, studies) asks here."""
+    if run.status != Run.Status.DONE:
+        raise InputError(f"run {run.pk} is {run.status}, not done: only a finished run's hits can be read", field=field)
+    return run
+
+
 def trec_run_lines(run: Run) -> Iterable[str]:
     """The run's hits as TREC run lines, `qid Q0 docid rank score tag`, scores printed exactly
-    (shortest round-trip repr)."""
+    (shortest round-trip repr). Refuses (InputError) a run that is not done, before any line."""
+    require_done(run)
+    return _trec_run_lines(run)
+
+
+def _trec_run_lines(run: Run) -> Iterable[str]:
     tag = run.tag
     hits = (
         Hit.objects.filter(run=run)

@@ -11,6 +11,7 @@ from rest_framework import serializers
 from rest_framework.fields import empty
 
 from jobs.models import Job
+from jobs.services import BrokerUnavailable
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.errors import InputError
 from retrieval.models import Collection, Query, Retriever, Run
@@ -246,10 +247,12 @@ def request_defaults(serializer_class: type[serializers.Serializer]) -> dict:
 
 def save_or_errors(serializer: serializers.Serializer):
     """For HTML forms: (the created object, {}) or (None, the errors by field), whether the
-    serializer or the service refused."""
+    serializer or the service refused; an unreachable task queue is a form-wide error."""
     if not serializer.is_valid():
         return None, serializer.errors
     try:
         return serializer.save(), {}
     except serializers.ValidationError as exc:
         return None, exc.detail
+    except BrokerUnavailable as exc:
+        return None, {"non_field_errors": [str(exc)]}

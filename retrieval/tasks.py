@@ -1,6 +1,7 @@
 """Celery tasks. Each runs a service function through `jobs.services.execute`, so the Job row
 records status, progress, result and error whatever the task does. Queues are chosen by task
-name in marginalia/celery.py: BM25 on "cpu", dense on "gpu"."""
+name in marginalia/celery.py: BM25 on "cpu", dense on "gpu". A run task is one shard of a run
+(retrieval.services.runs.plan_shards); the run's own job is the shards' parent."""
 
 from pathlib import Path
 
@@ -10,25 +11,28 @@ from jobs.services import execute
 
 from .models import Collection, Run
 from .services.external_runs import imported_run_summary
-from .services.runs import execute_run, run_summary
+from .services.runs import complete_sharded_run, execute_shard
 from .services.trec_files import import_trec_run
 
 
-def _execute_run_job(job_id: int, run_id: int) -> dict:
-    return execute(job_id, lambda progress: run_summary(execute_run(Run.objects.get(pk=run_id), progress)))
+def _execute_shard_job(job_id: int, run_id: int, pieces: list) -> dict:
+    """One shard of a run as job `job_id`; the shard that completes the run also finishes it."""
+    result = execute(job_id, lambda progress: execute_shard(Run.objects.get(pk=run_id), pieces, progress))
+    complete_sharded_run(run_id)
+    return result
 
 
-@shared_task(name="retrieval.tasks.run_bm25")
-def run_bm25(job_id: int, run_id: int) -> dict:
-    return _execute_run_job(job_id, run_id)
+@shared_task(name="retrieval.tasks.run_bm25", ignore_result=True)
+def run_bm25(job_id: int, run_id: int, pieces: list) -> dict:
+    return _execute_shard_job(job_id, run_id, pieces)
 
 
-@shared_task(name="retrieval.tasks.run_dense")
-def run_dense(job_id: int, run_id: int) -> dict:
-    return _execute_run_job(job_id, run_id)
+@shared_task(name="retrieval.tasks.run_dense", ignore_result=True)
+def run_dense(job_id: int, run_id: int, pieces: list) -> dict:
+    return _execute_shard_job(job_id, run_id, pieces)
 
 
-@shared_task(name="retrieval.tasks.train_retriever")
+@shared_task(name="retrieval.tasks.train_retriever", ignore_result=True)
 def train_retriever(
     job_id: int, collection_id: int, params: dict, pairs: list | None = None, validation_pairs: list | None = None
 ) -> dict:

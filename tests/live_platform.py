@@ -16,6 +16,7 @@ import time
 from pathlib import Path
 
 import pytest
+import redis
 
 from jobs.management.commands.run_platform import (
     broker_environment,
@@ -24,6 +25,7 @@ from jobs.management.commands.run_platform import (
     stop_process,
     worker_command,
 )
+from marginalia.celery import app
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
 MANAGE = [sys.executable, str(PROJECT_ROOT / "manage.py")]
@@ -35,6 +37,40 @@ def redis_url():
     process, url = start_redis(free_port())
     yield url
     stop_process(process)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def reachable_broker():
+    """Every test process has a reachable broker, as the platform does: code that queues work
+    (which refuses when the broker is down) talks to a real Redis, on a database no worker
+    consumes. Tests of a down broker point the app elsewhere themselves."""
+    process, url = start_redis(free_port())
+    quiet_url = url.rsplit("/", 1)[0] + "/3"
+    point_broker_at(quiet_url)
+    yield quiet_url
+    stop_process(process)
+
+
+def point_broker_at(url: str) -> None:
+    app.conf.broker_url = url
+    app._after_fork()  # pooled producers reconnect to the new URL
+
+
+@pytest.fixture
+def broker_down(reachable_broker):
+    """The broker is a closed port (nothing listens there) for the length of the test."""
+    point_broker_at(f"redis://127.0.0.1:{free_port()}/0")
+    yield
+    point_broker_at(reachable_broker)
+
+
+@pytest.fixture
+def broker(reachable_broker):
+    """The test process's broker, emptied: messages sent stay there to be counted (llen per queue)."""
+    client = redis.Redis.from_url(reachable_broker)
+    client.flushdb()
+    yield client
+    client.close()
 
 
 @pytest.fixture(scope="module")

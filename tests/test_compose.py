@@ -92,3 +92,14 @@ def test_the_images_install_the_pinned_torch_from_the_right_wheel_index():
 def test_local_state_stays_out_of_the_build_context():
     ignored = (PROJECT_ROOT / ".dockerignore").read_text().split()
     assert {".venv", ".git", "db.sqlite3"} <= set(ignored)
+
+
+def test_one_beat_sends_the_periodic_stale_job_sweep_with_the_shared_settings(services):
+    """Without beat, a job whose worker died would stay running until someone happened to look."""
+    words = command(services["beat"]).split()
+    assert words[:4] == ["celery", "-A", "marginalia", "beat"]
+    assert words[words.index("--schedule") + 1].startswith(services["beat"]["environment"]["MARGINALIA_DATA_DIR"])
+    assert services["beat"]["environment"] == services["web"]["environment"]
+    assert [name for name, service in services.items() if "command" in service and " beat" in command(service)] == [
+        "beat"
+    ]

@@ -201,7 +201,12 @@ def port_accepts(port: int) -> bool:
 @pytest.mark.redis
 def test_run_platform_serves_runs_tasks_and_stops_every_child_on_ctrl_c(tmp_path):
     web_port, redis_port, marker = free_port(), free_port(), f"MARGINALIA_TEST_RUN={uuid.uuid4().hex}"
-    env = environment(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", MARGINALIA_TEST_RUN=marker.split("=")[1])
+    env = environment(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}",
+        MARGINALIA_TEST_RUN=marker.split("=")[1],
+        MARGINALIA_DATA_DIR=str(tmp_path / "data"),
+        MARGINALIA_SWEEP_SECONDS="1",
+    )
     subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
     platform = subprocess.Popen(
         [*MANAGE, "run_platform", "--port", str(web_port), "--redis-port", str(redis_port)],
@@ -218,7 +223,8 @@ def test_run_platform_serves_runs_tasks_and_stops_every_child_on_ctrl_c(tmp_path
             time.sleep(0.5)
         ping = celery_client(f"redis://127.0.0.1:{redis_port}/0").send_task("jobs.tasks.ping", queue="gpu")
         assert ping.get(timeout=120) == "pong"
-        assert len(processes_with(marker)) >= 4  # run_platform, redis-server, worker (and its child), web
+        assert len(processes_with(marker)) >= 5  # run_platform, redis-server, worker (and its child), beat, web
+        time.sleep(3)  # beat sends the stale-job sweep every second; the worker runs it
 
         platform.send_signal(signal.SIGINT)
         output, _ = platform.communicate(timeout=90)
@@ -228,5 +234,6 @@ def test_run_platform_serves_runs_tasks_and_stops_every_child_on_ctrl_c(tmp_path
 
     assert platform.returncode == 0, output
     assert f"http://127.0.0.1:{web_port}/" in output and "Stopped (SIGINT)" in output
+    assert "Task jobs.tasks.sweep_stale_jobs" in output and "succeeded" in output
     assert processes_with(marker) == []
     assert not port_accepts(web_port) and not port_accepts(redis_port)

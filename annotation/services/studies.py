@@ -33,6 +33,7 @@ from django.db import transaction
 
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
+from retrieval.metrics import require_done
 from retrieval.models import Collection, Document, Hit, Passage, Qrel, Query, Run
 
 from ..models import Item, ItemCandidate, Study
@@ -262,8 +263,7 @@ def validate_run(run: Run, collection: Collection, field_name: str) -> None:
         raise InputError(
             f"run {run.pk} ranks collection '{run.collection.name}', not '{collection.name}'", field=field_name
         )
-    if run.status != Run.Status.DONE:
-        raise InputError(f"run {run.pk} is {run.status}, not done", field=field_name)
+    require_done(run, field_name)
 
 
 def _eligible_queries(collection: Collection, *, single_sentence: bool, book: Document | None) -> list[Query]:

@@ -13,8 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Study
 from console.uploads import OPTION_LABELS, UPLOAD_KINDS
-from jobs.selectors import jobs_for_listing
-from jobs.services import sweep_stale_jobs
+from jobs.selectors import top_level_jobs
 from retrieval import selectors
 from retrieval.access import staff_required
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
@@ -48,7 +47,6 @@ def render_dashboard(
     status: int = 200,
 ):
     """The dashboard, with each form showing what was sent and its errors, else its defaults."""
-    sweep_stale_jobs()
     runs = list(selectors.runs_for_listing()[:RECENT_RUNS])
     return render(
         request,
@@ -57,7 +55,7 @@ def render_dashboard(
             "collections": selectors.collections_with_counts(),
             "runs": [{"run": run, "metrics": selectors.key_metrics(selectors.run_metrics(run))} for run in runs],
             "metric_names": selectors.KEY_METRICS,
-            "jobs": jobs_for_listing()[:RECENT_JOBS],
+            "jobs": top_level_jobs()[:RECENT_JOBS],
             "retrievers": selectors.retrievers_for_listing(),
             "continuable_retrievers": selectors.continuable_retrievers(),
             "default_model": selectors.default_dense_model_label(),

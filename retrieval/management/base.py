@@ -10,6 +10,7 @@ from collections.abc import Iterable
 
 from django.core.management.base import BaseCommand, CommandError
 
+from jobs.services import BrokerUnavailable
 from retrieval.errors import InputError
 
 
@@ -38,7 +39,7 @@ class JsonCommand(BaseCommand):
     def handle(self, *args, **options):
         try:
             summary = self.run(**options)
-        except InputError as exc:
+        except (InputError, BrokerUnavailable) as exc:
             raise CommandError(str(exc)) from exc
         text = json.dumps(summary, sort_keys=True) if options["json"] else self.format_text(summary)
         write_lines(self, [text])

@@ -13,9 +13,13 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
+from django.dispatch import receiver
+from django.utils import timezone
 
+from jobs.models import Job
 from jobs.progress import Progress, no_progress, throttled
-from jobs.services import create_job, dispatch
+from jobs.services import JobCancelled, create_job, dispatch_children, finish_job
+from jobs.signals import job_ended, job_requeued
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters, worth_caching
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
@@ -137,17 +141,25 @@ def relevant_passages(collection: Collection) -> dict[int, list[int]]:
 
 
 def insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
-    """One executemany instead of bulk_create: building a model instance per hit costs more than
-    all of BM25's scoring on a collection-wide set."""
+    """The fastest bulk insert each database offers, without building a model instance per hit
+    (that costs more than all of BM25's scoring on a collection-wide set): COPY on Postgres
+    (psycopg 3 sends floats exactly, as their shortest repr), one executemany elsewhere."""
     quote = connection.ops.quote_name
     columns = ", ".join(quote(column) for column in ("run_id", "query_id", "passage_id", "rank", "score"))
+    table = quote(Hit._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.executemany(f"INSERT INTO {quote(Hit._meta.db_table)} ({columns}) VALUES (%s, %s, %s, %s, %s)", rows)
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s, %s)", rows)
 
 
 class RunWriter:
     """Buffers a run's hits and gold ranks and writes them in few transactions: a commit per
-    candidate set would cost more than ranking a BIRCO pool."""
+    candidate set would cost more than ranking a BIRCO pool. The buffer is bounded, so memory
+    stays bounded by FLUSH_ROWS, not by the run or the shard."""
 
     FLUSH_ROWS = 200_000
 
@@ -168,6 +180,13 @@ class RunWriter:
         self.hit_rows, self.run_queries = [], []
 
 
+def _query_batch(candidate_set: CandidateSet, passages: int) -> int:
+    """How many of the set's queries are scored at once: a score matrix of at most
+    MAX_SCORE_CELLS cells. Shards split a set only at multiples of it, so a sharded run scores
+    exactly the batches the run in one piece scores."""
+    return max(1, MAX_SCORE_CELLS // max(1, passages))
+
+
 def _rank_candidate_set(
     run: Run,
     scorer: Scorer,
@@ -176,13 +195,14 @@ def _rank_candidate_set(
     writer: RunWriter,
     progress: Progress,
 ) -> None:
-    """Score and rank one candidate set's queries; hand their hits and gold ranks to `writer`."""
+    """Score and rank one candidate set's queries; hand their hits and gold ranks to `writer`.
+    Progress (the job's heartbeat) is reported after every batch of queries."""
     parameters = run.parameters
     passages: list[PassageRow] = candidate_set.passages()
     passage_ids = np.fromiter((passage.pk for passage in passages), dtype=np.int64, count=len(passages))
     column_of = {int(passage_id): column for column, passage_id in enumerate(passage_ids.tolist())}
     queries = candidate_set.queries
-    batch = max(1, MAX_SCORE_CELLS // max(1, len(passages)))
+    batch = _query_batch(candidate_set, len(passages))
     for offset in range(0, len(queries), batch):
         chunk = queries[offset : offset + batch]
         texts = [
@@ -222,12 +242,111 @@ def _rank_candidate_set(
                 )
             )
         writer.add(hit_rows, run_queries)
+        done = offset + len(chunk)
+        progress(done / len(queries), f"{done}/{len(queries)} queries")
+
+
+# A piece of a run: (candidate set index, first query, end query) over candidate_sets(collection).
+Piece = tuple[int, int, int]
+
+
+def _whole(sets: list[CandidateSet]) -> list[Piece]:
+    return [(number, 0, len(candidate_set.queries)) for number, candidate_set in enumerate(sets)]
+
+
+def _set_size(candidate_set: CandidateSet) -> int:
+    return len(candidate_set.pool) if candidate_set.pool is not None else candidate_set.queryset.count()
+
+
+def plan_shards(sets: list[CandidateSet], shards: int) -> list[list[Piece]]:
+    """Split a run into at most `shards` parts of about equal cost (queries x candidates).
+    Candidate sets stay whole where they can (one index or one encoding per set); a set costing
+    more than one part is split by query batches, at multiples of the batch the run in one piece
+    scores, so every part computes exactly what the whole would. Parts keep the sets' order."""
+    sizes = [_set_size(candidate_set) for candidate_set in sets]
+    units: list[tuple[Piece, int]] = []
+    for number, (candidate_set, size) in enumerate(zip(sets, sizes)):
+        queries = len(candidate_set.queries)
+        units.append(((number, 0, queries), queries * max(1, size)))
+    total = sum(cost for _, cost in units)
+    if not units or shards <= 1 or total == 0:
+        return [[piece for piece, _ in units]]
+    target = total / shards
+    split: list[tuple[Piece, int]] = []
+    for (number, _, queries), cost in units:
+        batch = _query_batch(sets[number], sizes[number])
+        parts = min(-(-queries // batch), max(1, round(cost / target)))
+        step = -(-queries // parts)
+        step = -(-step // batch) * batch  # rounded up to whole batches
+        for start in range(0, queries, step):
+            stop = min(queries, start + step)
+            split.append(((number, start, stop), cost * (stop - start) // max(1, queries)))
+    plan: list[list[Piece]] = [[] for _ in range(shards)]
+    cumulative = 0
+    for piece, cost in split:
+        middle = cumulative + cost / 2
+        plan[min(shards - 1, int(middle / target))].append(piece)
+        cumulative += cost
+    return [part for part in plan if part]
+
+
+def _delete_results(run: Run, query_ids: list[int] | None = None) -> None:
+    """Remove a run's hits and gold ranks (of `query_ids` only, for one shard)."""
+    if query_ids is None:
+        Hit.objects.filter(run=run).delete()
+        RunQuery.objects.filter(run=run).delete()
+        return
+    for start in range(0, len(query_ids), 500):  # bounded IN lists
+        chunk = query_ids[start : start + 500]
+        Hit.objects.filter(run=run, query_id__in=chunk).delete()
+        RunQuery.objects.filter(run=run, query_id__in=chunk).delete()
+
+
+def _rank_pieces(run: Run, sets: list[CandidateSet], pieces: list[Piece], progress: Progress) -> int:
+    """Rank the queries of `pieces` and store their hits; returns how many queries. Progress is
+    the share of the pieces' cost done."""
+    scorer = scorer_for(run.retriever)
+    relevant = relevant_passages(run.collection)
+    writer = RunWriter()
+    for number, (set_index, start, stop) in enumerate(pieces):
+        whole = sets[set_index]
+        candidate_set = CandidateSet(whole.description, whole.queries[start:stop], whole.queryset, whole.pool)
+
+        def report(fraction: float, message: str, number=number, candidate_set=candidate_set) -> None:
+            label = f"set {number + 1}/{len(pieces)} ({candidate_set.description})"
+            progress((number + fraction) / len(pieces), f"{label}: {message}" if message else label)
+
+        report(0.0, "")
+        _rank_candidate_set(run, scorer, candidate_set, relevant, writer, report)
+    writer.flush()
+    return sum(stop - start for _, start, stop in pieces)
+
+
+def _finish(run: Run, seconds: float) -> Run:
+    """Mark a running run done, and store its metrics (evaluated once here, not on every page or
+    API view that shows them). Returns None if it is no longer running (cancelled meanwhile, or
+    another shard finished it)."""
+    if not Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(status=Run.Status.DONE, seconds=seconds):
+        return None
+    run.refresh_from_db()
+    run.metrics = evaluate_run(run)
+    run.save(update_fields=["metrics"])
+    return run
+
+
+def settle_run(run: Run, status: str) -> None:
+    """A run that stopped before the end keeps no hits: mark it failed or cancelled and remove
+    what was written."""
+    with transaction.atomic():
+        Run.objects.filter(pk=run.pk, status__in=[Run.Status.PENDING, Run.Status.RUNNING]).update(status=status)
+        _delete_results(run)
+    run.status = status
 
 
 def execute_run(run: Run, progress: Progress = no_progress) -> Run:
-    """Rank every query of the run's collection and store hits and gold ranks. `run.seconds` is
-    the wall time of all of it (loading, scoring, ranking, storing). Only a pending run can be
-    executed (once); a failed run keeps no hits."""
+    """Rank every query of the run's collection and store hits and gold ranks, in this process.
+    `run.seconds` is the wall time of all of it (loading, scoring, ranking, storing). Only a
+    pending run can be executed (once); a failed or cancelled run keeps no hits."""
     started = time.perf_counter()
     if not Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(status=Run.Status.RUNNING):
         run.refresh_from_db(fields=["status"])
@@ -235,33 +354,49 @@ def execute_run(run: Run, progress: Progress = no_progress) -> Run:
     run.status = Run.Status.RUNNING
     progress = throttled(progress)
     try:
-        scorer = scorer_for(run.retriever)
-        relevant = relevant_passages(run.collection)
         sets = candidate_sets(run.collection)
-        writer = RunWriter()
-        for number, candidate_set in enumerate(sets):
-
-            def report(fraction: float, message: str, number=number, candidate_set=candidate_set) -> None:
-                label = f"set {number + 1}/{len(sets)} ({candidate_set.description})"
-                progress((number + fraction) / len(sets), f"{label}: {message}" if message else label)
-
-            report(0.0, "")
-            _rank_candidate_set(run, scorer, candidate_set, relevant, writer, report)
-        writer.flush()
-    except BaseException:
-        with transaction.atomic():
-            Hit.objects.filter(run=run).delete()
-            RunQuery.objects.filter(run=run).delete()
-            Run.objects.filter(pk=run.pk).update(status=Run.Status.FAILED)
-        run.status = Run.Status.FAILED
+        _rank_pieces(run, sets, _whole(sets), progress)
+    except BaseException as exc:
+        settle_run(run, Run.Status.CANCELLED if isinstance(exc, JobCancelled) else Run.Status.FAILED)
         raise
-    run.seconds = time.perf_counter() - started
-    run.status = Run.Status.DONE
-    run.save(update_fields=["seconds", "status"])
-    # Evaluated once here, not on every page or API view that shows the run's metrics.
-    run.metrics = evaluate_run(run)
-    run.save(update_fields=["metrics"])
+    _finish(run, time.perf_counter() - started)
+    run.refresh_from_db()
     progress(1.0, f"{len(sets)} candidate sets ranked")
+    return run
+
+
+def execute_shard(run: Run, pieces: list[Piece], progress: Progress = no_progress) -> dict:
+    """One shard of a run queued on workers: rank the queries of `pieces` and store their hits.
+    A retried shard first removes what an earlier attempt wrote; a shard that stops removes its
+    own hits (the run's may already have been removed when the whole was failed or cancelled)."""
+    if not Run.objects.filter(pk=run.pk, status__in=[Run.Status.PENDING, Run.Status.RUNNING]).exists():
+        raise JobCancelled(f"run {run.pk} is no longer running")
+    Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(status=Run.Status.RUNNING)
+    progress = throttled(progress)
+    sets = candidate_sets(run.collection)
+    pieces = [tuple(piece) for piece in pieces]
+    query_ids = [query.pk for index, start, stop in pieces for query in sets[index].queries[start:stop]]
+    _delete_results(run, query_ids)
+    try:
+        queries = _rank_pieces(run, sets, pieces, progress)
+    except BaseException:
+        _delete_results(run, query_ids)
+        raise
+    progress(1.0, f"{queries} queries ranked")
+    return {"queries": queries}
+
+
+def complete_sharded_run(run_id: int) -> Run | None:
+    """Called after each shard: once every shard of the run has succeeded, the run is done (its
+    seconds: from the first shard's start to now) and its job succeeds. Only one caller wins."""
+    run = Run.objects.select_related("job").get(pk=run_id)
+    job = run.job
+    if job is None or job.children.exclude(status=Job.Status.SUCCEEDED).exists():
+        return None
+    seconds = (timezone.now() - (job.started_at or job.created_at)).total_seconds()
+    if _finish(run, seconds) is None:
+        return None
+    finish_job(job.pk, run_summary(run))
     return run
 
 
@@ -269,11 +404,18 @@ def run_summary(run: Run) -> dict:
     return {"run_id": run.pk, "queries": run.query_results.count(), "seconds": run.seconds}
 
 
-def start_run_async(collection: Collection, retriever: Retriever, *, user=None, **parameters) -> Run:
-    """Create the run and its job and send it to a worker: BM25 to the CPU queue, dense to GPU."""
+def start_run_async(
+    collection: Collection, retriever: Retriever, *, user=None, shards: int | None = None, **parameters
+) -> Run:
+    """Create the run and its job, split it into shards (child jobs) and send them to the
+    workers as one group: BM25 to the CPU queue, dense to GPU. Refused (BrokerUnavailable, with
+    nothing written) when the broker cannot be reached."""
     from retrieval import tasks
 
     is_bm25 = retriever.kind == Retriever.Kind.BM25
+    shards = settings.MARGINALIA_RUN_SHARDS if shards is None else shards
+    if shards < 1:
+        raise InputError(f"must be at least 1, got {shards}", field="shards")
     with transaction.atomic():
         run = create_run(collection, retriever, **parameters)
         job = create_job(
@@ -284,5 +426,30 @@ def start_run_async(collection: Collection, retriever: Retriever, *, user=None, 
         )
         run.job = job
         run.save(update_fields=["job"])
-        dispatch(job, tasks.run_bm25 if is_bm25 else tasks.run_dense, run.pk)
+        plan = plan_shards(candidate_sets(collection), shards)
+        job.parameters["shards"] = len(plan)
+        job.save(update_fields=["parameters"])
+        dispatch_children(
+            job,
+            tasks.run_bm25 if is_bm25 else tasks.run_dense,
+            [[run.pk, [list(piece) for piece in part]] for part in plan],
+            max_attempts=1 + settings.MARGINALIA_SHARD_RETRIES,
+        )
     return run
+
+
+@receiver(job_ended)
+def settle_runs_of_ended_job(sender, job_id: int, status: str, **kwargs) -> None:
+    """A run's job failed or was cancelled (its worker lost, the stale sweep, staff, the broker):
+    the run follows and keeps no partial hits."""
+    run_status = Run.Status.CANCELLED if status == Job.Status.CANCELLED else Run.Status.FAILED
+    for run in Run.objects.filter(job_id=job_id, status__in=[Run.Status.PENDING, Run.Status.RUNNING]):
+        settle_run(run, run_status)
+
+
+@receiver(job_requeued)
+def reset_runs_of_requeued_job(sender, job_id: int, **kwargs) -> None:
+    """Staff retried a run's job: the run (which kept no hits) is pending again."""
+    Run.objects.filter(job_id=job_id, status__in=[Run.Status.FAILED, Run.Status.CANCELLED]).update(
+        status=Run.Status.PENDING, seconds=None, metrics=None
+    )

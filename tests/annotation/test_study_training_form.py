@@ -53,7 +53,9 @@ def judged_study():
 def sent_tasks(monkeypatch):
     """The training tasks dispatched: (args, queue) of each, recorded instead of sent."""
     sent = []
-    monkeypatch.setattr(tasks.train_retriever, "apply_async", lambda args, queue, task_id: sent.append((args, queue)))
+    monkeypatch.setattr(
+        tasks.train_retriever, "apply_async", lambda args, queue, task_id, **options: sent.append((args, queue))
+    )
     return sent
 
 

