@@ -84,7 +84,8 @@ def test_nobody_but_staff_can_invite_recruit_or_manage_the_crowd_link(world):
 def test_a_participant_cannot_sign_in_with_a_password_or_open_the_admin(world):
     participant = Participant.objects.get(external_id="VICTIM")
     client = Client()
-    assert not client.login(username=participant.user.username, password="")
+    client.post("/accounts/login/", {"username": participant.user.username, "password": ""})
+    assert "_auth_user_id" not in client.session
     signed_in = Client()
     signed_in.get(f"/crowd/{world['link'].slug}/", {"PROLIFIC_PID": "VICTIM", "SESSION_ID": "S1"})
     assert signed_in.get("/admin/").status_code == 302
