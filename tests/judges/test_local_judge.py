@@ -40,6 +40,8 @@ def small_relevance_study():
     return study
 
 
+# Loading and generating on a shared CPU can take minutes; the project-wide 600 s limit is too tight.
+@pytest.mark.timeout(1800)
 def test_the_embedded_judge_answers_a_proxy_and_a_relevance_study_end_to_end():
     proxy, relevance = make_relic_proxy_study(2), small_relevance_study()
 
