@@ -1,7 +1,7 @@
 """A real OpenAI-compatible HTTP server for the judge tests, run as its own process:
 
     python -m tests.judges.openai_server --port P --log FILE [--answer TEXT | --model]
-        [--rate-limit N --retry-after S] [--fail-5xx N] [--delay S]
+        [--rate-limit N --retry-after S] [--fail-5xx N] [--delay S] [--keyword W --keyword-answer TEXT]
 
 POST /v1/chat/completions answers with `--answer` (a deterministic responder for fault cases)
 or, with `--model`, with the embedded SmolLM2 GGUF generating for real (the same model the local
@@ -27,6 +27,8 @@ def main() -> None:
     parser.add_argument("--log", required=True)
     parser.add_argument("--answer", default="ANSWER: 1")
     parser.add_argument("--model", action="store_true")
+    parser.add_argument("--keyword", default="", help="Answer --keyword-answer when the prompt holds this word.")
+    parser.add_argument("--keyword-answer", default="SCORE: 9")
     parser.add_argument("--rate-limit", type=int, default=0)
     parser.add_argument("--retry-after", default="1")
     parser.add_argument("--fail-5xx", type=int, default=0)
@@ -58,7 +60,9 @@ def main() -> None:
             if generate is not None:
                 text, prompt_tokens, completion_tokens = generate(body)
             else:
-                text, prompt_tokens, completion_tokens = options.answer, len(prompt.split()), 2
+                matched = options.keyword and options.keyword in prompt
+                text = options.keyword_answer if matched else options.answer
+                prompt_tokens, completion_tokens = len(prompt.split()), 2
             return self._send(
                 200,
                 {

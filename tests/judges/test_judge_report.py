@@ -46,8 +46,8 @@ def kappa_or_nan(first, second, values, weights=None) -> float:
 
 
 def alpha_or_nan(matrix, level, values) -> float:
-    if matrix.size == 0 or np.sum(~np.isnan(matrix).any(axis=0)) == 0:
-        return float("nan")
+    if matrix.size == 0 or not (np.sum(~np.isnan(matrix), axis=0) >= 2).any():
+        return float("nan")  # no unit rated twice: undefined
     try:
         return krippendorff.alpha(reliability_data=matrix, level_of_measurement=level, value_domain=values)
     except ValueError:

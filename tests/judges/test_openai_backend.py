@@ -86,6 +86,7 @@ def test_malformed_answers_are_stored_raw_with_the_reason_they_could_not_be_read
         assert (answer.raw_response, answer.failure_reason) == ("I would rather not say.", "no number in the response")
 
 
+@pytest.mark.timeout(1800)  # the server loads the model on a shared CPU first
 def test_the_embedded_model_served_over_http_answers_through_the_openai_backend(chat_server):
     server = chat_server("--model", wait=600)
     study = make_label_study(items=1, label_schema={"scale": "0-10"})

@@ -1,0 +1,143 @@
+"""A judge as a reranker (BIRCO's direct scoring): each of a run's top k passages per query is
+scored 0-10 by the judge given the task objective, and the top k is reordered by that score,
+ties kept in the run's order. The result is an ordinary `Run` (save_ranked_run), so evaluate_run,
+export_run and compare_runs treat it like any other.
+
+Stored scores encode the order exactly, because save_ranked_run breaks equal scores by passage
+id (trec_eval's rule), not by the run's order: a judged passage scores its 0-10 answer plus a
+tie-break below 0.01 that falls with its rank in the run; an unreadable answer scores -1 plus the
+same tie-break (below every readable one); passages beyond the top k keep the run's order below
+them (score -(k + rank)). Answers are cached per (judge version, prompt, query, passage).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from jobs.progress import Progress, no_progress
+from retrieval.errors import InputError
+from retrieval.models import Hit, Run
+from retrieval.rerankers import Reranker
+from retrieval.scoring import query_text
+from retrieval.services.external_runs import save_ranked_run
+
+from .models import Judge, JudgeAnswer
+from .prompts import MASK, pair_prompt
+from .services import answer_from, backend_for, get_judge, store_answers
+
+DEFAULT_RERANK_DEPTH = 10
+UNREADABLE_SCORE = -1.0
+TIE_BREAK_SPAN = 0.01
+
+
+def _objective(options: dict) -> str:
+    path = options.get("objective_file")
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", file=path, field="objective-file") from None
+
+
+def judge_scores(
+    judge: Judge, pairs: list[tuple], objective: str, progress: Progress = no_progress
+) -> dict[tuple[int, int], float | None]:
+    """(query id, passage id) -> the judge's 0-10 score (None when unreadable) for each
+    (query, query text, passage) in `pairs`, asking only what is not stored yet."""
+    prompts = {(query.pk, passage.pk): pair_prompt(text, passage.text, objective) for query, text, passage in pairs}
+    stored = {
+        (query_id, passage_id): parsed
+        for query_id, passage_id, prompt_hash, parsed in JudgeAnswer.objects.filter(
+            judge=judge, item__isnull=True, sample=0, prompt_hash__in=[p.hash for p in prompts.values()]
+        ).values_list("query_id", "passage_id", "prompt_hash", "parsed")
+        if (query_id, passage_id) in prompts and prompts[(query_id, passage_id)].hash == prompt_hash
+    }
+    pending = [(query, passage) for query, _, passage in pairs if (query.pk, passage.pk) not in stored]
+    if pending:
+        backend = backend_for(judge)
+        size = judge.settings.get("batch_size", 8)
+        for start in range(0, len(pending), size):
+            batch = pending[start : start + size]
+            completions = backend.answer([(prompts[(q.pk, p.pk)], 0) for q, p in batch])
+            answers = [
+                answer_from(prompts[(q.pk, p.pk)], completion, query=q, passage=p)
+                for (q, p), completion in zip(batch, completions)
+            ]
+            store_answers(judge, answers)
+            stored.update({(a.query_id, a.passage_id): a.parsed for a in answers})
+            progress((start + len(batch)) / len(pending), f"{start + len(batch)}/{len(pending)} pairs scored")
+    return {key: (parsed or {}).get("score") for key, parsed in stored.items()}
+
+
+def rerank_run(
+    run: Run, judge: Judge, depth: int = DEFAULT_RERANK_DEPTH, objective: str = "", progress: Progress = no_progress
+) -> Run:
+    """The run's top `depth` per query reordered by the judge's scores, saved as a new run."""
+    if depth < 1:
+        raise InputError(f"must be at least 1, got {depth}", field="depth")
+    if judge.backend == Judge.Backend.RUN:
+        raise InputError("a run judge has no prompts to score passages with", field="judge")
+    context = (run.parameters.get("context_left", 4), run.parameters.get("context_right", 4))
+    hits: dict = {}
+    for hit in Hit.objects.filter(run=run).select_related("query", "passage").order_by("query_id", "rank"):
+        hits.setdefault(hit.query, []).append(hit)
+    pairs = [
+        (query, query_text(query, *context, MASK), hit.passage)
+        for query, ranked in hits.items()
+        for hit in ranked[:depth]
+    ]
+    scores = judge_scores(judge, pairs, objective, lambda f, m: progress(0.95 * f, m))
+    rankings = {}
+    for query, ranked in hits.items():
+        rankings[query] = []
+        for position, hit in enumerate(ranked):
+            if position < depth:
+                score = scores.get((query.pk, hit.passage_id))
+                tie_break = TIE_BREAK_SPAN * (1 - (position + 1) / (depth + 1))
+                value = (UNREADABLE_SCORE if score is None else float(score)) + tie_break
+            else:
+                value = -float(depth + position + 1)
+            rankings[query].append((hit.passage_id, value))
+    name = f"{run.name or f'run {run.pk}'} reranked by {judge} top {depth}"
+    return save_ranked_run(
+        run.collection,
+        name=name[:200],
+        retriever=f"judge {judge.name} v{judge.version}",
+        rankings=rankings,
+        parameters={
+            "reranked_run": run.pk,
+            "judge": judge.name,
+            "judge_version": judge.version,
+            "rerank_depth": depth,
+            "context_left": context[0],
+            "context_right": context[1],
+        },
+        queries=list(run.query_results.values_list("query_id", flat=True)) or None,
+        progress=lambda f, m: progress(0.95 + 0.05 * f, m),
+    )
+
+
+def _add_arguments(parser) -> None:
+    parser.add_argument("--judge", default=None, help="judge reranker: the judge (default: the embedded local one).")
+    parser.add_argument(
+        "--objective-file", default=None, help="judge reranker: the task objective (BIRCO's), given as guidelines."
+    )
+
+
+def _rerank(run: Run, depth: int | None, options: dict, progress: Progress) -> dict:
+    reranked = rerank_run(
+        run, get_judge(options.get("judge")), depth or DEFAULT_RERANK_DEPTH, _objective(options), progress
+    )
+    return {
+        "run_id": reranked.pk,
+        "name": reranked.name,
+        "reranked_run": run.pk,
+        "queries": reranked.query_results.count(),
+        "seconds": reranked.seconds,
+    }
+
+
+JUDGE_RERANKER = Reranker(
+    "judge", "Rerank a run's top k by a judge's 0-10 scores (ties: the run's order).", _add_arguments, _rerank
+)
