@@ -17,6 +17,7 @@ from django.views.decorators.http import require_POST
 
 from retrieval.access import staff_required
 from retrieval.errors import InputError
+from retrieval.wording import counted
 
 from .forms import (
     AdjudicationForm,
@@ -237,8 +238,10 @@ def study_create(request, kind: str = Study.Kind.PROXY):
         except InputError as error:
             form.add_service_error(error)
         else:
-            skipped = f"; {len(creation.skipped)} queries skipped" if creation.skipped else ""
-            messages.success(request, f"Study “{creation.study.name}” created with {creation.items} items{skipped}.")
+            skipped = f"; {counted(len(creation.skipped), 'query')} skipped" if creation.skipped else ""
+            messages.success(
+                request, f"Study “{creation.study.name}” created with {counted(creation.items, 'item')}{skipped}."
+            )
             return redirect("study_detail", study_id=creation.study.pk)
     return render(request, "annotation/study_form.html", {"form": form, "kind": Study.Kind(kind)})
 

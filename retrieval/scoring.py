@@ -32,6 +32,6 @@ def query_text(query: Query, context_left: int, context_right: int, mask_token: 
     if not query.has_context:
         return query.text
     left = list(query.left_context)[-context_left:] if context_left else []
-    right = list(query.right_context)[:context_right]
+    right = list(query.right_context)[:context_right] if context_right else []
     parts = [*left, mask_token, *right] if mask_token else [*left, *right]
     return " ".join(part.strip() for part in parts if part and part.strip())

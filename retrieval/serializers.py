@@ -86,6 +86,9 @@ class RunSerializer(serializers.ModelSerializer):
     retriever = RetrieverSerializer(read_only=True)
     collection_name = serializers.CharField(source="collection.name", read_only=True)
     job_status = serializers.CharField(source="job.status", read_only=True, default=None)
+    warnings = serializers.SerializerMethodField(
+        help_text="Settings the run ignores, e.g. context L/R without contexts."
+    )
 
     class Meta:
         model = Run
@@ -96,6 +99,7 @@ class RunSerializer(serializers.ModelSerializer):
             "retriever",
             "name",
             "parameters",
+            "warnings",
             "status",
             "seconds",
             "job",
@@ -103,6 +107,9 @@ class RunSerializer(serializers.ModelSerializer):
             "tag",
             "created_at",
         ]
+
+    def get_warnings(self, run: Run) -> list[str]:
+        return run.parameters.get("warnings", [])
 
 
 class RunDetailSerializer(RunSerializer):

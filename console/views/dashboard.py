@@ -88,6 +88,8 @@ def dashboard(request):
             request, run_request={**DEFAULT_RUN_REQUEST, **request.POST.dict()}, errors=errors, status=400
         )
     messages.success(request, f"Run {run.pk} queued as job {run.job_id} on the {run.job.queue} queue.")
+    for warning in run.parameters.get("warnings", []):
+        messages.warning(request, f"Run {run.pk}: {warning}.")
     return redirect("dashboard")
 
 

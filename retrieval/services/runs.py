@@ -102,12 +102,23 @@ def create_run(
     query_prompt: str | None = None,
     passage_prompt: str | None = None,
 ) -> Run:
-    """A pending run. Dense runs take prompts put before each query and passage text (None:
-    the model's own sentence-transformers prompts, "" none); BM25 ignores them."""
+    """A pending run of `retriever` over the collection's queries. Refused when the collection has
+    no queries (there would be nothing to rank for). On a collection whose queries carry no
+    context sentences (BEIR, or a book) the context L/R is ignored: stored as null, with a
+    warning in `parameters["warnings"]` that the command, the form and the API pass on. Dense
+    runs take prompts put before each query and passage text (None: the model's own
+    sentence-transformers prompts, "" none); BM25 ignores them."""
     if context_left < 0 or context_right < 0:
         raise InputError("context sizes cannot be negative", field="context")
     if depth < 1:
         raise InputError(f"must be at least 1, got {depth}", field="depth")
+    if not collection.queries.exists():
+        raise InputError(NO_QUERIES.format(name=collection.name), field="collection")
+    warnings = []
+    if not collection_has_context(collection):
+        if context_left or context_right:
+            warnings.append(CONTEXT_IGNORED.format(name=collection.name, left=context_left, right=context_right))
+        context_left = context_right = None
     parameters = {
         "k1": retriever.parameters.get("k1"),
         "b": retriever.parameters.get("b"),
@@ -115,10 +126,27 @@ def create_run(
         "context_left": context_left,
         "context_right": context_right,
         "depth": depth,
+        **({"warnings": warnings} if warnings else {}),
     }
     if retriever.kind == Retriever.Kind.DENSE:
         parameters.update(query_prompt=query_prompt, passage_prompt=passage_prompt)
     return Run.objects.create(collection=collection, retriever=retriever, parameters=parameters)
+
+
+NO_QUERIES = (
+    "collection '{name}' has no queries, so a run has nothing to rank for; add queries by importing a RELiC"
+    " JSON file (manage.py import_relic) or a BEIR folder with queries.jsonl (manage.py import_beir), from the"
+    " command line or as an upload (the dashboard's Upload form, POST /api/uploads/), and run on that collection"
+)
+CONTEXT_IGNORED = (
+    "context {left}/{right} ignored: the queries of collection '{name}' have no context sentences, so they are"
+    " used as they are"
+)
+
+
+def collection_has_context(collection: Collection) -> bool:
+    """Whether any query carries left or right context sentences (RELiC), which L/R then trims."""
+    return collection.queries.exclude(left_context=[], right_context=[]).exists()
 
 
 def ranking(scores: np.ndarray, depth: int) -> np.ndarray:

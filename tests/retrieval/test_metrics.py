@@ -29,7 +29,7 @@ from retrieval.metrics import (
 from retrieval.models import Collection, Run
 from retrieval.selectors import trec_run_lines
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever
-from tests.factories import add_qrels, make_book, make_collection, make_text_passages, make_text_query
+from tests.factories import add_qrels, make_book, make_collection, make_query, make_text_passages, make_text_query
 
 # --- hand-worked cases ---------------------------------------------------------------------------
 
@@ -294,7 +294,9 @@ def test_trec_lines_print_scores_exactly_in_query_and_rank_order():
 
 @pytest.mark.django_db
 def test_only_finished_runs_are_evaluated():
-    run = create_run(make_collection(), get_or_create_retriever("bm25"))
+    collection = make_collection()
+    make_query(collection)
+    run = create_run(collection, get_or_create_retriever("bm25"))
     with pytest.raises(InputError) as error:
         evaluate_run(run)
     assert error.value.field == "run" and Run.Status.PENDING in str(error.value)

@@ -77,7 +77,19 @@ def test_a_bm25_run_stores_rank_bm25s_ranking_and_exact_gold_ranks_beyond_the_de
     assert result.candidates == len(TEXTS)
     run.refresh_from_db()
     assert run.status == Run.Status.DONE and run.seconds > 0
-    assert run.parameters == {"k1": 0.5, "b": 0.9, "model": "", "context_left": 4, "context_right": 4, "depth": 2}
+    # Plain-text queries have no context to trim: the default 4/4 is ignored, and the run says so.
+    assert run.parameters == {
+        "k1": 0.5,
+        "b": 0.9,
+        "model": "",
+        "context_left": None,
+        "context_right": None,
+        "depth": 2,
+        "warnings": [
+            f"context 4/4 ignored: the queries of collection '{run.collection.name}' have no context sentences,"
+            " so they are used as they are"
+        ],
+    }
 
 
 @pytest.mark.django_db

@@ -31,6 +31,7 @@ from retrieval.management.base import JsonCommand
 from retrieval.metrics import get_run
 from retrieval.models import Run
 from retrieval.services.runs import parse_context
+from retrieval.wording import counted
 
 DEFAULT_CONTEXT = {Study.Kind.PROXY: "4/4", Study.Kind.RELEVANCE: "4/4", Study.Kind.QUOTABILITY: "4/0"}
 DEFAULT_JUDGMENTS = {Study.Kind.PROXY: 3, Study.Kind.RELEVANCE: 3, Study.Kind.QUOTABILITY: 5}
@@ -135,7 +136,10 @@ class Command(JsonCommand):
         return creation.summary()
 
     def format_text(self, summary):
-        lines = [f"study {summary['study_id']}: {summary['items']} items, {summary['skipped']} queries skipped"]
+        lines = [
+            f"study {summary['study_id']}: {counted(summary['items'], 'item')},"
+            f" {counted(summary['skipped'], 'query')} skipped"
+        ]
         lines += [f"  skipped {s['query']}: {s['reason']}" for s in summary["skipped_queries"]]
         return "\n".join(lines)
 

@@ -74,6 +74,14 @@ class Command(JsonCommand):
         }
         if options["run_async"]:
             run = start_run_async(collection, retriever, **parameters)
+            self.warn(run)
             return {"run_id": run.pk, "job_id": run.job_id}
         run = create_run(collection, retriever, **parameters)
+        self.warn(run)
         return run_summary(execute_run(run, terminal_progress(f"retrieve {retriever.name}")))
+
+    def warn(self, run) -> None:
+        """A setting the run ignores, said on stderr before it starts (the summary's keys stay the
+        contract's; the run keeps the warning in its parameters)."""
+        for warning in run.parameters.get("warnings", []):
+            self.stderr.write(f"warning: {warning}")
