@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Func, OuterRef, Q, QuerySet, Subquery
 
 from retrieval.models import Query
 
@@ -98,10 +98,20 @@ def studies_open_to(annotator) -> QuerySet[Study]:
 def annotator_progress(study: Study, annotator) -> dict:
     """How many of the study's items this annotator has judged, out of all its formal items
     (work and hidden gold alike; qualification questions are a round of their own)."""
-    return {
-        "done": Judgment.objects.filter(item__study=study, annotator=annotator).count(),
-        "total": study.items.exclude(role=Item.Role.QUALIFICATION).count(),
-    }
+    count = Func(F("pk"), function="COUNT")
+    total = Item.objects.filter(study=OuterRef("pk")).exclude(role=Item.Role.QUALIFICATION).order_by()
+    done = Judgment.objects.filter(item__study=OuterRef("pk"), annotator=annotator).order_by()
+    # One statement for both counts: this runs on every item an annotator is served.
+    counts = (
+        Study.objects.filter(pk=study.pk)
+        .annotate(
+            total=Subquery(total.annotate(n=count).values("n")[:1]),
+            done=Subquery(done.annotate(n=count).values("n")[:1]),
+        )
+        .values("done", "total")
+        .get()
+    )
+    return {"done": counts["done"] or 0, "total": counts["total"] or 0}
 
 
 def shown_item(item: Item) -> dict:
@@ -174,7 +184,7 @@ def annotator_item_payload(assignment: Assignment) -> dict:
         "finished": False,
         **shown_item(assignment.item),
         "expires_at": assignment.expires_at.isoformat(),
-        "progress": annotator_progress(assignment.item.study, assignment.annotator),
+        "progress": annotator_progress(assignment.item.study, assignment.annotator_id),
     }
 
 
