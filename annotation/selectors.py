@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from django.db.models import Count, F, Func, OuterRef, Q, QuerySet, Subquery
+from django.db.models import Count, Q, QuerySet
 
 from retrieval.models import Query
 
+from . import hot_queries
 from .label_schema import matches_expected, study_schema
 from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, Study, StudyBlock
 
@@ -98,20 +99,9 @@ def studies_open_to(annotator) -> QuerySet[Study]:
 def annotator_progress(study: Study, annotator) -> dict:
     """How many of the study's items this annotator has judged, out of all its formal items
     (work and hidden gold alike; qualification questions are a round of their own)."""
-    count = Func(F("pk"), function="COUNT")
-    total = Item.objects.filter(study=OuterRef("pk")).exclude(role=Item.Role.QUALIFICATION).order_by()
-    done = Judgment.objects.filter(item__study=OuterRef("pk"), annotator=annotator).order_by()
-    # One statement for both counts: this runs on every item an annotator is served.
-    counts = (
-        Study.objects.filter(pk=study.pk)
-        .annotate(
-            total=Subquery(total.annotate(n=count).values("n")[:1]),
-            done=Subquery(done.annotate(n=count).values("n")[:1]),
-        )
-        .values("done", "total")
-        .get()
-    )
-    return {"done": counts["done"] or 0, "total": counts["total"] or 0}
+    # One statement for both counts (annotation.hot_queries): it runs on every item served.
+    done, total = hot_queries.progress_counts(study.pk, getattr(annotator, "pk", annotator))
+    return {"done": done, "total": total}
 
 
 def shown_item(item: Item) -> dict:

@@ -12,7 +12,9 @@ accounts with their own API token, starts `gunicorn marginalia.wsgi` (--workers,
 
 `realistic` pauses 2-5 s per item (a person reading); `flat` does not pause (capacity). A share
 (--double-share) of the submissions go twice at the same moment, like a double click. Printed
-per run: requests/s, p50/p95/p99 of next and submit in ms, non-2xx answers by status, and what
+per run: requests/s, the server's CPU time per request (gunicorn's processes, from /proc: a
+measure the rest of the machine's load does not inflate much; Postgres's own CPU is not in it),
+p50/p95/p99 of next and submit in ms, non-2xx answers by status, and what
 the database holds afterwards: lost (submissions answered 200/201 with no judgment stored),
 duplicated ((item, annotator) pairs judged more than once), over-assigned (items with more
 judgments than asked), double-accepted (a double submit both answered "created").
@@ -209,7 +211,23 @@ async def submit(client, study: int, body: dict, tally: Tally) -> bool | None:
     return None
 
 
-async def drive(base_url: str, study: int, tokens: list[str], args) -> tuple[Tally, float]:
+def server_cpu_seconds(master_pid: int) -> float:
+    """CPU time (user + system) used so far by gunicorn's master and its workers: what the
+    requests cost the server, whatever else the machine is busy with."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == master_pid or int(fields[1]) == master_pid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def drive(base_url: str, study: int, tokens: list[str], args, server_pid: int) -> tuple[Tally, float, float]:
     import httpx
 
     tally = Tally()
@@ -222,7 +240,7 @@ async def drive(base_url: str, study: int, tokens: list[str], args) -> tuple[Tal
         # Warm-up, not measured: every annotator's first item (each gunicorn worker loads the app
         # and opens its database connection on its first requests).
         await asyncio.gather(*(client.get(f"/api/annotate/{study}/next/") for client in clients))
-        started = time.perf_counter()
+        started, cpu_before = time.perf_counter(), server_cpu_seconds(server_pid)
         deadline = started + args.seconds
         await asyncio.gather(
             *(
@@ -232,7 +250,7 @@ async def drive(base_url: str, study: int, tokens: list[str], args) -> tuple[Tal
         )
     finally:
         await asyncio.gather(*(client.aclose() for client in clients))
-    return tally, time.perf_counter() - started
+    return tally, time.perf_counter() - started, server_cpu_seconds(server_pid) - cpu_before
 
 
 # --- one run: database, server, load, counts ------------------------------------------------------
@@ -373,8 +391,8 @@ def one_run(database: str, mode: str, args) -> dict:
         log = Path(folder) / "server.log"
         server = start_server(env, port, args, log)
         try:
-            load = drive(f"http://127.0.0.1:{port}", seeded["study"], seeded["tokens"], run_args)
-            tally, elapsed = asyncio.run(load)
+            load = drive(f"http://127.0.0.1:{port}", seeded["study"], seeded["tokens"], run_args, server.pid)
+            tally, elapsed, server_cpu = asyncio.run(load)
         finally:
             stop_server(server)
         accepted_file = Path(folder) / "accepted.json"
@@ -393,6 +411,7 @@ def one_run(database: str, mode: str, args) -> dict:
         "seconds": round(elapsed, 1),
         "requests": requests,
         "requests_per_second": round(requests / elapsed, 1),
+        "server_cpu_ms_per_request": round(1000 * server_cpu / max(1, requests), 1),
         **{
             f"{kind}_p{int(share * 100)}_ms": round(1000 * percentile(tally.latencies[kind], share), 1)
             for kind in ("next", "submit")
@@ -408,8 +427,8 @@ def one_run(database: str, mode: str, args) -> dict:
 
 
 HEADER = (
-    f"{'database':9} {'mode':9} {'req/s':>6} {'next p50/p95/p99 ms':>22} {'submit p50/p95/p99 ms':>22} "
-    f"{'judg.':>6} {'lost':>4} {'dup':>4} {'over':>4} {'5xx':>4}  errors"
+    f"{'database':9} {'mode':9} {'req/s':>6} {'cpu ms/req':>10} {'next p50/p95/p99 ms':>22} "
+    f"{'submit p50/p95/p99 ms':>22} {'judg.':>6} {'lost':>4} {'dup':>4} {'over':>4} {'5xx':>4}  errors"
 )
 
 
@@ -421,7 +440,8 @@ def row(result: dict) -> str:
     if result["transport_errors"]:
         errors += f"; transport {result['transport_errors']}"
     return (
-        f"{result['database']:9} {result['mode']:9} {result['requests_per_second']:6.1f} {trio('next'):>22} "
+        f"{result['database']:9} {result['mode']:9} {result['requests_per_second']:6.1f} "
+        f"{result['server_cpu_ms_per_request']:10.1f} {trio('next'):>22} "
         f"{trio('submit'):>22} {result['judgments']:6d} {result['lost']:4d} {result['duplicated']:4d} "
         f"{result['over_assigned']:4d} {result['server_errors']:4d}  {errors}"
     )

@@ -23,22 +23,20 @@ from datetime import timedelta
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
 from django.db import IntegrityError, OperationalError, connection, transaction
-from django.db.models import Count, Exists, OuterRef, Q, QuerySet
+from django.db.models import QuerySet
 from django.utils import timezone
 
 from retrieval.errors import InputError
 
+from .. import hot_queries
 from ..models import (
     LIVE_ASSIGNMENT_STATES,
-    AnnotatorProfile,
     Assignment,
     Item,
     ItemCandidate,
     Judgment,
-    PeerReview,
     QualificationAnswer,
     Study,
-    StudyBlock,
 )
 from ..selectors import annotator_item_payload, annotator_progress, finished_payload, shown_item
 from .labels import Answer, validate_answer
@@ -49,8 +47,6 @@ MAX_REPORTED_SECONDS = 24 * 3600.0
 CLAIM_ATTEMPTS = 5
 # How many of the neediest items one claim attempt looks at before giving up on this round.
 CLAIM_CANDIDATES = 20
-# Claims that keep an item from being served to the same annotator again.
-NOT_AGAIN_STATES = (*LIVE_ASSIGNMENT_STATES, Assignment.State.SKIPPED)
 
 
 class AnnotationForbidden(PermissionDenied):
@@ -80,7 +76,8 @@ def annotator_refusal(study: Study, annotator) -> str | None:
     (or the round has no questions yet). Being still in the round is no refusal."""
     if not annotator.is_active:
         return "your account is inactive"
-    standing = _standing(study, annotator)
+    # One statement (annotation.hot_queries): it runs on every request an annotator makes.
+    standing = hot_queries.standing(study.pk, annotator.pk)
     if standing["blocked_everywhere"]:
         return "your account is blocked from annotation"
     if standing["has_list"] and not standing["listed"]:
@@ -88,23 +85,6 @@ def annotator_refusal(study: Study, annotator) -> str | None:
     if standing["blocked_here"]:
         return "you are blocked from this study"
     return qualification_state(study, annotator).refusal()
-
-
-def _standing(study: Study, annotator) -> dict:
-    """Everything `annotator_refusal` asks the database, in one statement (it runs on every
-    request an annotator makes)."""
-    listed = Study.annotators.through.objects.filter(study_id=OuterRef("pk"))
-    return (
-        Study.objects.filter(pk=study.pk)
-        .annotate(
-            has_list=Exists(listed),
-            listed=Exists(listed.filter(user_id=annotator.pk)),
-            blocked_here=Exists(StudyBlock.objects.filter(study_id=OuterRef("pk"), annotator_id=annotator.pk)),
-            blocked_everywhere=Exists(AnnotatorProfile.objects.filter(user_id=annotator.pk, blocked=True)),
-        )
-        .values("has_list", "listed", "blocked_here", "blocked_everywhere")
-        .get()
-    )
 
 
 def lock_rows(queryset: QuerySet) -> None:
@@ -171,9 +151,7 @@ def _claim(study: Study, annotator) -> Assignment | None:
         current.item.study = study
         return current
     expire_stale_claims(study, now)
-    needy = list(
-        claimable_items(study, annotator).order_by("live", "position").values_list("pk", flat=True)[:CLAIM_CANDIDATES]
-    )
+    needy = hot_queries.claimable_item_ids(study, annotator.pk, limit=CLAIM_CANDIDATES)
     for item_id in needy:
         lock_rows(Item.objects.filter(pk=item_id))
         slot = free_slot(item_id, study.judgments_per_item)
@@ -192,26 +170,12 @@ def _claim(study: Study, annotator) -> Assignment | None:
     return None
 
 
-def claimable_items(study: Study, annotator) -> QuerySet[Item]:
-    """The formal items (work and hidden gold) the queue may give `annotator` next, annotated with
-    their `live` claims: a slot free, not judged, held or skipped by them, and none whose answer
-    they were shown in a peer review (their own judgment would no longer be independent)."""
-    return (
-        Item.objects.filter(study=study, role__in=(Item.Role.WORK, Item.Role.GOLD))
-        .exclude(judgments__annotator=annotator)
-        .exclude(pk__in=Assignment.objects.filter(annotator=annotator, state__in=NOT_AGAIN_STATES).values("item"))
-        .exclude(pk__in=PeerReview.objects.filter(reviewer=annotator).values("judgment__item"))
-        .annotate(live=Count("assignments", filter=Q(assignments__state__in=LIVE_ASSIGNMENT_STATES)))
-        .filter(live__lt=study.judgments_per_item)
-    )
-
-
 def items_still_to_judge(study: Study, annotator) -> set[int]:
     """Ids of the formal items `annotator` may still be asked to judge: those the queue may give
     them and the one they hold a claim on. Showing them another's answer to one of these (peer
     review) would bias the judgment they have yet to give."""
     held = Assignment.objects.filter(item__study=study, annotator=annotator, state=Assignment.State.ACTIVE)
-    return {*claimable_items(study, annotator).values_list("pk", flat=True), *held.values_list("item_id", flat=True)}
+    return {*hot_queries.claimable_item_ids(study, annotator.pk), *held.values_list("item_id", flat=True)}
 
 
 def next_work(study: Study, annotator) -> dict:
