@@ -95,11 +95,12 @@ class SubmitView(APIView):
 
     @extend_schema(request=SubmitSerializer, responses={200: OpenApiTypes.OBJECT, 201: OpenApiTypes.OBJECT})
     def post(self, request, study_id):
-        study = get_object_or_404(Study, pk=study_id)
         form = SubmitSerializer(data=request.data)
-        form.is_valid(raise_exception=True)
+        if not form.is_valid():
+            get_object_or_404(Study, pk=study_id)
+            raise ValidationError(form.errors)
         data = form.validated_data
-        item = _study_item(study, data["item"])
+        item = _study_item(study_id, data["item"])
         candidate = None
         if "candidate" in data:
             candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
@@ -135,9 +136,11 @@ class SubmitView(APIView):
         )
 
 
-def _study_item(study: Study, item_id: int) -> Item:
-    item = Item.objects.filter(study=study, pk=item_id).select_related("study").first()
+def _study_item(study_id: int, item_id: int) -> Item:
+    """The study's item with its study (one statement); 404 without the study, 400 without the item."""
+    item = Item.objects.filter(study_id=study_id, pk=item_id).select_related("study").first()
     if item is None:
+        get_object_or_404(Study, pk=study_id)
         raise ValidationError({"item": [f"no item {item_id} in this study"]})
     return item
 
@@ -160,7 +163,7 @@ class SkipView(APIView):
         form = ItemReferenceSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         try:
-            skip = skip_item(_study_item(study, form.validated_data["item"]), request.user)
+            skip = skip_item(_study_item(study.pk, form.validated_data["item"]), request.user)
         except SubmissionRejected as exc:
             return _conflict(exc)
         return Response({"item": skip.item.pk, "skipped": True, "created": skip.created})
@@ -178,7 +181,7 @@ class FlagView(APIView):
         study = get_object_or_404(Study, pk=study_id)
         form = ItemFlagSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        item = _study_item(study, form.validated_data["item"])
+        item = _study_item(study.pk, form.validated_data["item"])
         try:
             flagging = flag_item(item, request.user, form.validated_data["reason"])
         except SubmissionRejected as exc:

@@ -14,6 +14,7 @@ from django.db.models import Count, Q, QuerySet
 
 from retrieval.models import Query
 
+from . import hot_queries
 from .label_schema import matches_expected, study_schema
 from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, Study, StudyBlock
 
@@ -105,10 +106,11 @@ def annotator_progress(study: Study, annotator) -> dict:
     """How many of the study's items this annotator has judged, out of all its formal items
     (work and hidden gold alike; qualification questions are a round of their own), or out of
     the study's per-annotator cap when that is smaller."""
-    total = study.items.exclude(role=Item.Role.QUALIFICATION).count()
+    # One statement for both counts (annotation.hot_queries): it runs on every item served.
+    done, total = hot_queries.progress_counts(study.pk, getattr(annotator, "pk", annotator))
     if study.max_items_per_annotator is not None:
         total = min(total, study.max_items_per_annotator)
-    return {"done": Judgment.objects.filter(item__study=study, annotator=annotator).count(), "total": total}
+    return {"done": done, "total": total}
 
 
 def shown_item(item: Item) -> dict:
@@ -181,7 +183,7 @@ def annotator_item_payload(assignment: Assignment) -> dict:
         "finished": False,
         **shown_item(assignment.item),
         "expires_at": assignment.expires_at.isoformat(),
-        "progress": annotator_progress(assignment.item.study, assignment.annotator),
+        "progress": annotator_progress(assignment.item.study, assignment.annotator_id),
     }
 
 

@@ -91,12 +91,27 @@ WSGI_APPLICATION = "marginalia.wsgi.application"
 DATABASES = {
     "default": dj_database_url.parse(
         os.environ.get("DATABASE_URL", f"sqlite:///{BASE_DIR / 'db.sqlite3'}"),
-        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "0")),
+        # Keep a connection per worker for a minute (opening one per request is a large share of
+        # a short request on Postgres); health checks drop one the server closed meanwhile.
+        conn_max_age=int(os.environ.get("DATABASE_CONN_MAX_AGE", "60")),
+        conn_health_checks=True,
     )
 }
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # Several processes (web, worker, commands) share the file: wait for locks instead of failing.
-    DATABASES["default"].setdefault("OPTIONS", {}).update({"timeout": 30, "transaction_mode": "IMMEDIATE"})
+    # WAL lets readers go on while one writer commits; synchronous FULL keeps every committed
+    # judgment through a power cut (NORMAL is faster and survives crashes of the app, not of the
+    # machine).
+    SQLITE_SYNCHRONOUS = os.environ.get("MARGINALIA_SQLITE_SYNCHRONOUS", "FULL").upper()
+    if SQLITE_SYNCHRONOUS not in ("OFF", "NORMAL", "FULL", "EXTRA"):
+        raise RuntimeError("MARGINALIA_SQLITE_SYNCHRONOUS must be OFF, NORMAL, FULL or EXTRA.")
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": 30,
+            "transaction_mode": "IMMEDIATE",
+            "init_command": f"PRAGMA journal_mode=WAL;PRAGMA synchronous={SQLITE_SYNCHRONOUS}",
+        }
+    )
     # Test runs get a file of their own (not shared-cache memory, where concurrent threads fail
     # with "table is locked" instead of waiting), one per process so parallel runs never meet.
     DATABASES["default"]["TEST"] = {

@@ -22,12 +22,13 @@ from datetime import timedelta
 
 from django.contrib.auth import get_user_model
 from django.core.exceptions import PermissionDenied
-from django.db import IntegrityError, OperationalError, transaction
+from django.db import IntegrityError, OperationalError, connection, transaction
 from django.db.models import Count, Q, QuerySet
 from django.utils import timezone
 
 from retrieval.errors import InputError
 
+from .. import hot_queries
 from ..events import item_complete, judgment_submitted, study_complete
 from ..models import (
     LIVE_ASSIGNMENT_STATES,
@@ -35,10 +36,8 @@ from ..models import (
     Item,
     ItemCandidate,
     Judgment,
-    PeerReview,
     QualificationAnswer,
     Study,
-    StudyBlock,
 )
 from ..selectors import annotator_item_payload, annotator_progress, finished_payload, shown_item
 from .labels import Answer, validate_answer
@@ -49,8 +48,6 @@ MAX_REPORTED_SECONDS = 24 * 3600.0
 CLAIM_ATTEMPTS = 5
 # How many of the neediest items one claim attempt looks at before giving up on this round.
 CLAIM_CANDIDATES = 20
-# Claims that keep an item from being served to the same annotator again.
-NOT_AGAIN_STATES = (*LIVE_ASSIGNMENT_STATES, Assignment.State.SKIPPED)
 
 
 class AnnotationForbidden(PermissionDenied):
@@ -80,16 +77,24 @@ def annotator_refusal(study: Study, annotator) -> str | None:
     (or the round has no questions yet). Being still in the round is no refusal."""
     if not annotator.is_active:
         return "your account is inactive"
-    profile = getattr(annotator, "annotator_profile", None)
-    if profile is not None and profile.blocked:
+    # One statement (annotation.hot_queries): it runs on every request an annotator makes.
+    standing = hot_queries.standing(study.pk, annotator.pk)
+    if standing["blocked_everywhere"]:
         return "your account is blocked from annotation"
-    if profile is not None and profile.only_study_id not in (None, study.pk):
+    if standing["only_study_id"] not in (None, study.pk):
         return "your account may work on another study only"
-    if study.annotators.exists() and not study.annotators.filter(pk=annotator.pk).exists():
+    if standing["has_list"] and not standing["listed"]:
         return "you are not one of this study's annotators"
-    if StudyBlock.objects.filter(study=study, annotator=annotator).exists():
+    if standing["blocked_here"]:
         return "you are blocked from this study"
     return qualification_state(study, annotator).refusal()
+
+
+def lock_rows(queryset: QuerySet) -> None:
+    """SELECT ... FOR UPDATE where the database has row locks (Postgres). SQLite has none: its
+    IMMEDIATE transactions (settings) already serialise every writer, so the statement is skipped."""
+    if connection.features.has_select_for_update:
+        queryset.select_for_update().values_list("pk", flat=True).first()
 
 
 def claim_next_item(study: Study, annotator) -> Assignment | None:
@@ -104,6 +109,11 @@ def claim_next_item(study: Study, annotator) -> Assignment | None:
         raise AnnotationForbidden(refusal)
     if not qualification_state(study, annotator).qualified:
         raise AnnotationForbidden("pass this study's qualification round first")
+    return _claim_for_qualified(study, annotator)
+
+
+def _claim_for_qualified(study: Study, annotator) -> Assignment | None:
+    """claim_next_item once the annotator's standing is known to be good."""
     if study.status != Study.Status.OPEN:
         return None
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
@@ -126,30 +136,40 @@ class _QueueMoved(Exception):
 
 
 def _claim(study: Study, annotator) -> Assignment | None:
+    """One claim attempt (in a transaction): the annotator's unexpired claim again, else a slot of
+    the neediest item they may judge. The returned assignment carries its item, the item's
+    query and the study, ready for the payload."""
     now = timezone.now()
     # Serialise one annotator's own requests (two tabs): they must resume, not claim twice.
-    get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
-    expire_stale_claims(study, now)
+    lock_rows(get_user_model().objects.filter(pk=annotator.pk))
     current = (
-        Assignment.objects.filter(item__study=study, annotator=annotator, state=Assignment.State.ACTIVE)
-        .select_related("item")
+        Assignment.objects.filter(
+            item__study=study, annotator=annotator, state=Assignment.State.ACTIVE, expires_at__gt=now
+        )
+        .select_related("item__query")
         .order_by("claimed_at")
         .first()
     )
     if current is not None:
+        current.item.study = study
         return current
     if reached_cap(study, annotator):
         return None
-    needy = list(
-        claimable_items(study, annotator).order_by("live", "position").values_list("pk", flat=True)[:CLAIM_CANDIDATES]
-    )
+    expire_stale_claims(study, now)
+    needy = hot_queries.claimable_item_ids(study, annotator.pk, limit=CLAIM_CANDIDATES)
     for item_id in needy:
-        item = Item.objects.select_for_update().get(pk=item_id)
-        slot = free_slot(item, study.judgments_per_item)
+        lock_rows(Item.objects.filter(pk=item_id))
+        slot = free_slot(item_id, study.judgments_per_item)
         if slot is not None:
-            return Assignment.objects.create(
-                item=item, annotator=annotator, slot=slot, expires_at=now + timedelta(minutes=study.claim_minutes)
+            assignment = Assignment.objects.create(
+                item_id=item_id,
+                annotator=annotator,
+                slot=slot,
+                expires_at=now + timedelta(minutes=study.claim_minutes),
             )
+            assignment.item = Item.objects.select_related("query").get(pk=item_id)
+            assignment.item.study = study
+            return assignment
     if needy:
         raise _QueueMoved
     return None
@@ -169,26 +189,12 @@ def reached_cap(study: Study, annotator) -> bool:
     )
 
 
-def claimable_items(study: Study, annotator) -> QuerySet[Item]:
-    """The formal items (work and hidden gold) the queue may give `annotator` next, annotated with
-    their `live` claims: a slot free, not judged, held or skipped by them, and none whose answer
-    they were shown in a peer review (their own judgment would no longer be independent)."""
-    return (
-        Item.objects.filter(study=study, role__in=(Item.Role.WORK, Item.Role.GOLD))
-        .exclude(judgments__annotator=annotator)
-        .exclude(pk__in=Assignment.objects.filter(annotator=annotator, state__in=NOT_AGAIN_STATES).values("item"))
-        .exclude(pk__in=PeerReview.objects.filter(reviewer=annotator).values("judgment__item"))
-        .annotate(live=Count("assignments", filter=Q(assignments__state__in=LIVE_ASSIGNMENT_STATES)))
-        .filter(live__lt=study.judgments_per_item)
-    )
-
-
 def items_still_to_judge(study: Study, annotator) -> set[int]:
     """Ids of the formal items `annotator` may still be asked to judge: those the queue may give
     them and the one they hold a claim on. Showing them another's answer to one of these (peer
     review) would bias the judgment they have yet to give."""
     held = Assignment.objects.filter(item__study=study, annotator=annotator, state=Assignment.State.ACTIVE)
-    return {*claimable_items(study, annotator).values_list("pk", flat=True), *held.values_list("item_id", flat=True)}
+    return {*hot_queries.claimable_item_ids(study, annotator.pk), *held.values_list("item_id", flat=True)}
 
 
 def next_work(study: Study, annotator) -> dict:
@@ -202,7 +208,7 @@ def next_work(study: Study, annotator) -> dict:
     state = qualification_state(study, annotator)
     if not state.qualified:
         return _next_question_payload(study, annotator)
-    assignment = claim_next_item(study, annotator)
+    assignment = _claim_for_qualified(study, annotator)
     payload = finished_payload(study, annotator) if assignment is None else annotator_item_payload(assignment)
     return {**payload, "qualification": state.payload()}
 
@@ -235,9 +241,10 @@ def expire_stale_claims(study: Study, now=None) -> int:
     ).update(state=Assignment.State.EXPIRED)
 
 
-def free_slot(item: Item, slots: int) -> int | None:
+def free_slot(item: Item | int, slots: int) -> int | None:
     """The lowest of the item's slots that no live assignment holds (call with the item locked)."""
-    taken = set(item.assignments.filter(state__in=LIVE_ASSIGNMENT_STATES).values_list("slot", flat=True))
+    live = Assignment.objects.filter(item=item, state__in=LIVE_ASSIGNMENT_STATES)
+    taken = set(live.values_list("slot", flat=True))
     return next((slot for slot in range(slots) if slot not in taken), None)
 
 
@@ -285,8 +292,12 @@ def submit_judgment(
     try:
         with transaction.atomic():
             # Under the item's lock a racing double submission sees the first one's judgment.
-            Item.objects.select_for_update().filter(pk=item.pk).first()
-            stored = Judgment.objects.filter(item=item, annotator=annotator).first()
+            lock_rows(Item.objects.filter(pk=item.pk))
+            claims = list(Assignment.objects.filter(item=item, annotator=annotator).order_by("-claimed_at"))
+            active = next((claim for claim in claims if claim.state == Assignment.State.ACTIVE), None)
+            # A live claim means no judgment yet (the claim turns "submitted" with it); without
+            # one, an earlier answer may stand.
+            stored = None if active else Judgment.objects.filter(item=item, annotator=annotator).first()
             if stored is not None:
                 return Submission(stored, created=False)
             if study.status != Study.Status.OPEN:
@@ -294,7 +305,7 @@ def submit_judgment(
             # The claim first: an item the annotator does not hold says nothing about its answer's
             # shape (how many candidates, how long its texts are). A claim revived here is rolled
             # back with the rest when the answer is then rejected.
-            assignment = _submittable_assignment(item, annotator)
+            assignment = active or _revived_claim(item, claims)
             answer = _resolve_answer(
                 item,
                 candidate=candidate,
@@ -379,20 +390,15 @@ def _resolve_answer(item: Item, **parts) -> Answer:
         raise SubmissionRejected(str(exc)) from exc
 
 
-def _submittable_assignment(item: Item, annotator) -> Assignment:
-    """The annotator's live claim on the item, or their expired one revived into a free slot."""
-    live = Assignment.objects.filter(item=item, annotator=annotator, state=Assignment.State.ACTIVE).first()
-    if live is not None:
-        return live
-    expired = (
-        Assignment.objects.filter(item=item, annotator=annotator, state=Assignment.State.EXPIRED)
-        .order_by("-claimed_at")
-        .first()
-    )
+def _revived_claim(item: Item, claims: list[Assignment]) -> Assignment:
+    """The annotator's latest expired claim on the item (`claims`: theirs, newest first) revived
+    into a free slot; refused when they skipped the item, never held it, or it is complete."""
+    expired = next((claim for claim in claims if claim.state == Assignment.State.EXPIRED), None)
     if expired is None:
-        skipped = Assignment.objects.filter(item=item, annotator=annotator, state=Assignment.State.SKIPPED)
-        reason = "you skipped this item" if skipped.exists() else "you hold no claim on this item"
-        raise SubmissionRejected(reason, conflict=True)
+        skipped = any(claim.state == Assignment.State.SKIPPED for claim in claims)
+        raise SubmissionRejected(
+            "you skipped this item" if skipped else "you hold no claim on this item", conflict=True
+        )
     slot = free_slot(item, item.study.judgments_per_item)
     if slot is None:
         raise SubmissionRejected("your claim expired and others have completed this item", conflict=True)

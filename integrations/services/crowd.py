@@ -22,10 +22,11 @@ from django.db import IntegrityError, transaction
 from django.urls import reverse
 from django.utils import timezone
 
+from annotation.hot_queries import claimable_item_ids
 from annotation.models import AnnotatorProfile, Assignment, Study
 from annotation.services import annotator_refusal
 from annotation.services.quality import block_annotator
-from annotation.services.queue import claimable_items, reached_cap
+from annotation.services.queue import reached_cap
 from retrieval.errors import InputError
 
 from ..models import CrowdLink, Participant
@@ -158,7 +159,7 @@ def has_finished(participant: Participant) -> bool:
     if reached_cap(study, user):
         return True
     holds_claim = Assignment.objects.filter(item__study=study, annotator=user, state=Assignment.State.ACTIVE)
-    return not holds_claim.exists() and not claimable_items(study, user).exists()
+    return not holds_claim.exists() and not claimable_item_ids(study, user.pk, limit=1)
 
 
 def complete(participant: Participant) -> bool:

@@ -1,0 +1,498 @@
+#!/usr/bin/env python
+"""Many annotators at once against the platform served by gunicorn: latency, capacity and whether
+any judgment was lost, duplicated or over-assigned.
+
+For each database (SQLite file, or a scratch Postgres database next to the one DATABASE_URL or
+--postgres-url names) and each mode, the benchmark migrates a fresh database, seeds a proxy study
+(--items items, 3 candidates, --judgments-per-item judgments each) and --annotators annotator
+accounts with their own API token, starts `gunicorn marginalia.wsgi` (--workers, DEBUG off,
+--conn-max-age) and drives every annotator over real HTTP for --seconds:
+
+    GET /api/annotate/S/next/  ->  pause  ->  POST /api/annotate/S/submit/  ->  again
+
+`realistic` pauses 2-5 s per item (a person reading); `flat` does not pause (capacity). A share
+(--double-share) of the submissions go twice at the same moment, like a double click. Printed
+per run: requests/s, the server's CPU time per request (gunicorn's processes, from /proc: a
+measure the rest of the machine's load does not inflate much; Postgres's own CPU is not in it),
+p50/p95/p99 of next and submit in ms, non-2xx answers by status, and what
+the database holds afterwards: lost (submissions answered 200/201 with no judgment stored),
+duplicated ((item, annotator) pairs judged more than once), over-assigned (items with more
+judgments than asked), double-accepted (a double submit both answered "created").
+
+Usage, from the project root (each run takes about --seconds plus ~30 s to migrate and seed):
+    .venv/bin/python benchmarks/annotator_load.py --database sqlite --mode realistic
+    .venv/bin/python benchmarks/annotator_load.py --database postgres --mode flat \\
+        --postgres-url postgres://marginalia:marginalia-ci@127.0.0.1:5432/marginalia_i11a
+    --code DIR runs the server from another checkout of the project (e.g. the code before a change,
+    unpacked with `git archive REV | tar -x -C DIR`), with this same load generator; --json prints
+    one JSON object per run as the last lines.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlparse, urlunparse
+
+ROOT = Path(__file__).resolve().parents[1]
+PASSWORD = "load-test-password"
+CANDIDATES = 3
+
+
+# --- inside the server's code base: seeding and counting (run as subprocesses) ----------------------
+
+
+def _django(code: Path):
+    sys.path.insert(0, str(code))
+    os.chdir(code)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marginalia.settings")
+    import django
+
+    django.setup()
+
+
+def seed(code: Path, items: int, annotators: int, judgments_per_item: int) -> dict:
+    """A proxy study of `items` items over one synthetic book, and annotators with tokens. Built
+    with bulk inserts (seconds, not minutes); the study is what create_study would store."""
+    _django(code)
+    from django.contrib.auth import get_user_model
+    from django.db import transaction
+    from rest_framework.authtoken.models import Token
+
+    from annotation.models import AnnotatorProfile, Item, ItemCandidate, Study
+    from retrieval.models import Collection, Document, Passage, Query
+
+    rng = random.Random(1)
+    with transaction.atomic():
+        collection = Collection.objects.create(name="load", kind=Collection.Kind.RELIC)
+        book = Document.objects.create(collection=collection, external_id="book", title="Load")
+        passages = Passage.objects.bulk_create(
+            Passage(
+                collection=collection,
+                document=book,
+                external_id=f"book:{n}:1",
+                text=f"Sentence {n} of the load-test book, long enough to read like a sentence of prose.",
+                start=n,
+                length=1,
+                ordinal=n,
+            )
+            for n in range(items * CANDIDATES)
+        )
+        queries = Query.objects.bulk_create(
+            Query(
+                collection=collection,
+                external_id=f"q{n}",
+                document=book,
+                quote_length=1,
+                left_context=[f"Critic {n} writes before the quotation."] * 4,
+                right_context=[f"Critic {n} writes after the quotation."] * 4,
+                ordinal=n,
+            )
+            for n in range(items)
+        )
+        study = Study.objects.create(
+            name="load study",
+            kind=Study.Kind.PROXY,
+            collection=collection,
+            candidates_per_item=CANDIDATES,
+            judgments_per_item=judgments_per_item,
+            guidelines="Choose the sentence the critic quoted.",
+        )
+        study_items = Item.objects.bulk_create(
+            Item(study=study, query=query, position=n) for n, query in enumerate(queries)
+        )
+        candidates = []
+        for n, item in enumerate(study_items):
+            gold = rng.randrange(CANDIDATES)
+            for position in range(CANDIDATES):
+                passage = passages[n * CANDIDATES + position]
+                candidates.append(
+                    ItemCandidate(item=item, passage=passage, position=position, is_gold=position == gold)
+                )
+        ItemCandidate.objects.bulk_create(candidates)
+        get_user_model().objects.bulk_create(
+            get_user_model()(username=f"load{n:03d}", is_active=True) for n in range(annotators)
+        )
+        users = list(get_user_model().objects.filter(username__startswith="load").order_by("username"))
+        AnnotatorProfile.objects.bulk_create(AnnotatorProfile(user=user) for user in users)
+        tokens = [Token.objects.create(user=user).key for user in users]
+    return {"study": study.pk, "tokens": tokens}
+
+
+def count(code: Path, accepted_file: Path) -> dict:
+    """What the database holds after the run, against the submissions the server accepted."""
+    _django(code)
+    from django.db.models import Count
+
+    from annotation.models import Item, Judgment
+
+    accepted = {tuple(pair) for pair in json.loads(accepted_file.read_text())}
+    stored = set(Judgment.objects.values_list("item_id", "annotator__username"))
+    duplicated = Judgment.objects.values("item_id", "annotator_id").annotate(n=Count("id")).filter(n__gt=1).count()
+    per_item = Judgment.objects.values("item_id").annotate(n=Count("id"))
+    limit = Item.objects.select_related("study").first().study.judgments_per_item
+    return {
+        "judgments": Judgment.objects.count(),
+        "accepted": len(accepted),
+        "lost": len(accepted - stored),
+        "duplicated": duplicated,
+        "over_assigned": sum(1 for row in per_item if row["n"] > limit),
+    }
+
+
+# --- the load generator ---------------------------------------------------------------------------
+
+
+@dataclass
+class Tally:
+    latencies: dict[str, list[float]] = field(default_factory=lambda: {"next": [], "submit": []})
+    statuses: Counter = field(default_factory=Counter)
+    accepted: set = field(default_factory=set)
+    double_accepted: int = 0
+    double_submits: int = 0
+    transport_errors: Counter = field(default_factory=Counter)
+
+    def record(self, kind: str, seconds: float, status: int) -> None:
+        self.latencies[kind].append(seconds)
+        self.statuses[(kind, status)] += 1
+
+
+async def annotator(client, study: int, username: str, deadline: float, args, rng: random.Random, tally: Tally):
+    import httpx
+
+    while time.perf_counter() < deadline:
+        try:
+            started = time.perf_counter()
+            response = await client.get(f"/api/annotate/{study}/next/")
+            tally.record("next", time.perf_counter() - started, response.status_code)
+            if response.status_code != 200:
+                await asyncio.sleep(0.5)
+                continue
+            payload = response.json()
+            if payload["finished"]:
+                return
+            if args.mode == "realistic":
+                await asyncio.sleep(rng.uniform(2.0, 5.0))
+                if time.perf_counter() >= deadline:
+                    return
+            body = {"item": payload["item"], "position": rng.randrange(len(payload["candidates"])), "seconds": 3}
+            copies = 2 if rng.random() < args.double_share else 1
+            results = await asyncio.gather(*(submit(client, study, body, tally) for _ in range(copies)))
+            created = [result for result in results if result is not None]
+            if copies == 2:
+                tally.double_submits += 1
+                tally.double_accepted += sum(created) > 1
+            if created:
+                tally.accepted.add((payload["item"], username))
+        except httpx.HTTPError as exc:
+            tally.transport_errors[type(exc).__name__] += 1
+            await asyncio.sleep(0.5)
+
+
+async def submit(client, study: int, body: dict, tally: Tally) -> bool | None:
+    """POST one answer; True/False: accepted (created or already stored), None: refused."""
+    started = time.perf_counter()
+    response = await client.post(f"/api/annotate/{study}/submit/", json=body)
+    tally.record("submit", time.perf_counter() - started, response.status_code)
+    if response.status_code in (200, 201):
+        return bool(response.json().get("created"))
+    return None
+
+
+def server_cpu_seconds(master_pid: int) -> float:
+    """CPU time (user + system) used so far by gunicorn's master and its workers: what the
+    requests cost the server, whatever else the machine is busy with."""
+    total = 0
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            fields = Path(f"/proc/{entry}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(entry) == master_pid or int(fields[1]) == master_pid:
+            total += int(fields[11]) + int(fields[12])
+    return total / os.sysconf("SC_CLK_TCK")
+
+
+async def drive(base_url: str, study: int, tokens: list[str], args, server_pid: int) -> tuple[Tally, float, float]:
+    import httpx
+
+    tally = Tally()
+    limits = httpx.Limits(max_connections=4, max_keepalive_connections=4)
+    clients = [
+        httpx.AsyncClient(base_url=base_url, headers={"Authorization": f"Token {token}"}, timeout=60.0, limits=limits)
+        for token in tokens
+    ]
+    try:
+        # Warm-up, not measured: every annotator's first item (each gunicorn worker loads the app
+        # and opens its database connection on its first requests).
+        await asyncio.gather(*(client.get(f"/api/annotate/{study}/next/") for client in clients))
+        started, cpu_before = time.perf_counter(), server_cpu_seconds(server_pid)
+        deadline = started + args.seconds
+        await asyncio.gather(
+            *(
+                annotator(client, study, f"load{n:03d}", deadline, args, random.Random(n), tally)
+                for n, client in enumerate(clients)
+            )
+        )
+    finally:
+        await asyncio.gather(*(client.aclose() for client in clients))
+    return tally, time.perf_counter() - started, server_cpu_seconds(server_pid) - cpu_before
+
+
+# --- one run: database, server, load, counts ------------------------------------------------------
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+class ScratchDatabase:
+    """A fresh database for one run: an SQLite file in a temp folder, or a Postgres database
+    created next to the one `postgres_url` names (dropped afterwards)."""
+
+    def __init__(self, kind: str, postgres_url: str | None, folder: Path):
+        self.kind, self.folder = kind, folder
+        if kind == "sqlite":
+            self.url = f"sqlite:///{folder / 'load.sqlite3'}"
+            return
+        if not postgres_url:
+            raise SystemExit("annotator_load: --postgres-url (or DATABASE_URL=postgres://...) is required for Postgres")
+        parsed = urlparse(postgres_url)
+        self.admin_url = postgres_url
+        self.name = f"{parsed.path.lstrip('/')}_load_{os.getpid()}"
+        self.url = urlunparse(parsed._replace(path=f"/{self.name}"))
+
+    def __enter__(self):
+        if self.kind == "postgres":
+            self._admin(f'DROP DATABASE IF EXISTS "{self.name}"')
+            self._admin(f'CREATE DATABASE "{self.name}"')
+        return self
+
+    def __exit__(self, *exc):
+        if self.kind == "postgres":
+            self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+
+    def _admin(self, statement: str) -> None:
+        import psycopg
+
+        with psycopg.connect(self.admin_url, autocommit=True) as connection:
+            connection.execute(statement)
+
+
+def server_environment(database_url: str, args) -> dict:
+    return {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "DATABASE_CONN_MAX_AGE": str(args.conn_max_age),
+        "DJANGO_DEBUG": "0",
+        "DJANGO_SECRET_KEY": "annotator-load-benchmark",
+        "DJANGO_ALLOWED_HOSTS": "127.0.0.1,localhost",
+        "DJANGO_SECURE_SSL_REDIRECT": "0",
+        "HF_HUB_OFFLINE": "1",
+        "PYTHONPATH": str(args.code),
+    }
+
+
+def in_code(args, env: dict, *command: str) -> str:
+    """Run this script's own subcommand (seed, count) or manage.py in the server's code base."""
+    result = subprocess.run(
+        [sys.executable, *command], cwd=args.code, env=env, capture_output=True, text=True, check=False
+    )
+    if result.returncode != 0:
+        raise SystemExit(f"annotator_load: {' '.join(command[:2])} failed:\n{result.stderr[-3000:]}")
+    return result.stdout
+
+
+def start_server(env: dict, port: int, args, log: Path) -> subprocess.Popen:
+    """gunicorn serving the platform; its own log (Django's warnings for 4xx answers) goes to `log`."""
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gunicorn",
+            "marginalia.wsgi",
+            "--bind",
+            f"127.0.0.1:{port}",
+            "--workers",
+            str(args.workers),
+            "--chdir",
+            str(args.code),
+            "--log-level",
+            "warning",
+            "--timeout",
+            "120",
+        ],
+        cwd=args.code,
+        env=env,
+        start_new_session=True,
+        stdout=log.open("w"),
+        stderr=subprocess.STDOUT,
+    )
+    import httpx
+
+    for _ in range(300):
+        if server.poll() is not None:
+            raise SystemExit("annotator_load: gunicorn exited before it answered")
+        try:
+            # Any answer but a server error: the app is loaded (anonymous callers get 401/403 here).
+            if httpx.get(f"http://127.0.0.1:{port}/api/jobs/", timeout=2).status_code < 500:
+                return server
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    stop_server(server)
+    raise SystemExit("annotator_load: gunicorn did not answer within 60 s")
+
+
+def stop_server(server: subprocess.Popen) -> None:
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait()
+
+
+def percentile(values: list[float], share: float) -> float:
+    if not values:
+        return float("nan")
+    ordered = sorted(values)
+    return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
+
+
+def one_run(database: str, mode: str, args) -> dict:
+    run_args = argparse.Namespace(**{**vars(args), "mode": mode})
+    script = str(Path(__file__).resolve())
+    with (
+        tempfile.TemporaryDirectory(prefix="annotator-load-") as folder,
+        ScratchDatabase(database, args.postgres_url, Path(folder)) as scratch,
+    ):
+        env = server_environment(scratch.url, args)
+        in_code(args, env, "manage.py", "migrate", "--no-input", "-v0")
+        seed_arguments = (str(args.code), str(args.items), str(args.annotators), str(args.judgments_per_item))
+        seeded = json.loads(in_code(args, env, script, "seed", *seed_arguments).strip().splitlines()[-1])
+        port = free_port()
+        log = Path(folder) / "server.log"
+        server = start_server(env, port, args, log)
+        try:
+            load = drive(f"http://127.0.0.1:{port}", seeded["study"], seeded["tokens"], run_args, server.pid)
+            tally, elapsed, server_cpu = asyncio.run(load)
+        finally:
+            stop_server(server)
+        accepted_file = Path(folder) / "accepted.json"
+        accepted_file.write_text(json.dumps(sorted(tally.accepted)))
+        counted = in_code(args, env, script, "count", str(args.code), str(accepted_file))
+        counts = json.loads(counted.strip().splitlines()[-1])
+        server_errors = [line for line in log.read_text(errors="replace").splitlines() if "Error" in line]
+        if server_errors:
+            print(f"server log ({len(server_errors)} error lines), last ones:", *server_errors[-5:], sep="\n  ")
+    requests = sum(tally.statuses.values())
+    return {
+        "database": database,
+        "mode": mode,
+        "annotators": args.annotators,
+        "workers": args.workers,
+        "seconds": round(elapsed, 1),
+        "requests": requests,
+        "requests_per_second": round(requests / elapsed, 1),
+        "server_cpu_ms_per_request": round(1000 * server_cpu / max(1, requests), 1),
+        **{
+            f"{kind}_p{int(share * 100)}_ms": round(1000 * percentile(tally.latencies[kind], share), 1)
+            for kind in ("next", "submit")
+            for share in (0.5, 0.95, 0.99)
+        },
+        "errors": {f"{kind} {status}": n for (kind, status), n in sorted(tally.statuses.items()) if status >= 300},
+        "server_errors": sum(n for (_, status), n in tally.statuses.items() if status >= 500),
+        "transport_errors": dict(tally.transport_errors),
+        "double_submits": tally.double_submits,
+        "double_accepted": tally.double_accepted,
+        **counts,
+    }
+
+
+HEADER = (
+    f"{'database':9} {'mode':9} {'req/s':>6} {'cpu ms/req':>10} {'next p50/p95/p99 ms':>22} "
+    f"{'submit p50/p95/p99 ms':>22} {'judg.':>6} {'lost':>4} {'dup':>4} {'over':>4} {'5xx':>4}  errors"
+)
+
+
+def row(result: dict) -> str:
+    def trio(kind):
+        return "/".join(f"{result[f'{kind}_p{p}_ms']:.0f}" for p in (50, 95, 99))
+
+    errors = ", ".join(f"{key}: {n}" for key, n in result["errors"].items()) or "none"
+    if result["transport_errors"]:
+        errors += f"; transport {result['transport_errors']}"
+    return (
+        f"{result['database']:9} {result['mode']:9} {result['requests_per_second']:6.1f} "
+        f"{result['server_cpu_ms_per_request']:10.1f} {trio('next'):>22} "
+        f"{trio('submit'):>22} {result['judgments']:6d} {result['lost']:4d} {result['duplicated']:4d} "
+        f"{result['over_assigned']:4d} {result['server_errors']:4d}  {errors}"
+    )
+
+
+def main(argv=None) -> int:
+    if len(sys.argv) > 1 and sys.argv[1] in ("seed", "count"):
+        command, code, *rest = sys.argv[1:]
+        if command == "seed":
+            result = seed(Path(code), *(int(value) for value in rest))
+        else:
+            result = count(Path(code), Path(rest[0]))
+        print(json.dumps(result))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--database", choices=["sqlite", "postgres", "both"], default="sqlite")
+    parser.add_argument("--mode", choices=["realistic", "flat", "both"], default="both")
+    parser.add_argument("--postgres-url", default=os.environ.get("DATABASE_URL", "") or None)
+    parser.add_argument("--annotators", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=40.0, help="Load per run (default 40).")
+    parser.add_argument("--items", type=int, default=1200)
+    parser.add_argument("--judgments-per-item", type=int, default=3)
+    parser.add_argument("--double-share", type=float, default=0.1, help="Share of submissions sent twice at once.")
+    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (default 4).")
+    parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE for the server.")
+    parser.add_argument("--code", type=Path, default=ROOT, help="Project checkout the server runs from.")
+    parser.add_argument("--json", action="store_true", help="Also print one JSON object per run.")
+    args = parser.parse_args(argv)
+    if args.postgres_url and not args.postgres_url.startswith("postgres"):
+        args.postgres_url = None
+    args.code = args.code.resolve()
+    databases = ["sqlite", "postgres"] if args.database == "both" else [args.database]
+    modes = ["realistic", "flat"] if args.mode == "both" else [args.mode]
+    print(
+        f"annotator load: {args.annotators} annotators, {args.items} items x {args.judgments_per_item} judgments, "
+        f"{args.seconds:g} s per run, gunicorn -w {args.workers}, CONN_MAX_AGE {args.conn_max_age}, "
+        f"double submits {args.double_share:.0%}, code {args.code}, {os.cpu_count()} CPUs"
+    )
+    print(HEADER)
+    results = []
+    for database in databases:
+        for mode in modes:
+            result = one_run(database, mode, args)
+            results.append(result)
+            print(row(result), flush=True)
+    if args.json:
+        for result in results:
+            print(json.dumps(result, sort_keys=True))
+    broken = [r for r in results if r["lost"] or r["duplicated"] or r["over_assigned"] or r["server_errors"]]
+    return 1 if broken else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
