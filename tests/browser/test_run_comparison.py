@@ -57,7 +57,7 @@ def test_staff_compare_two_runs_with_tables_and_plots(page):
     assert re.search(r"ndcg@10\s+good", tests) and "recall@1" in tests
     assert page.locator("svg.run-intervals circle").count() == 2
     assert page.locator("svg.query-differences rect.difference").count() == 4
-    page.click("text=recall@1")
+    page.click("section a:has-text('recall@1')")
     page.wait_for_url(re.compile(r"metric=recall%401"))
     assert "recall@1 with 95% intervals" in page.inner_html("svg.run-intervals")
 
