@@ -15,7 +15,7 @@ import requests
 from marginalia_client import ApiError, Marginalia
 
 from tests.client.conftest import CLIENT_FOLDER
-from tests.live_platform import manage
+from tests.live_platform import PROJECT_ROOT, manage
 
 pytestmark = pytest.mark.redis
 
@@ -114,3 +114,15 @@ def test_the_client_imports_no_django_and_builds_as_a_package(tmp_path):
         capture_output=True,
     )
     assert [wheel.name.split("-")[0] for wheel in tmp_path.glob("*.whl")] == ["marginalia_client"]
+
+
+def test_an_upload_through_the_client_becomes_a_collection(web_server, seeded):
+    staff = Marginalia.login(web_server, "admin", PASSWORD)
+    assert "relic" in set(staff.upload_kinds()["kind"])
+    job = staff.upload("relic", PROJECT_ROOT / "demo" / "salt_ledger_relic.json", name="uploaded-salt-ledger")
+    assert staff.wait(job.id, timeout=120, poll=0.3, progress=False).status == "succeeded"
+    uploaded = staff.collection("uploaded-salt-ledger")
+    assert uploaded["queries"] == staff.collection(seeded["collection"])["queries"]
+    with pytest.raises(ApiError) as refused:
+        staff.upload("relic", PROJECT_ROOT / "README.md")
+    assert refused.value.status == 400 and "file" in refused.value.detail
