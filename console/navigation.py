@@ -22,7 +22,7 @@ NAVIGATION = (
     NavLink("My studies", "home", staff_only=False),
     NavLink("Dashboard", "dashboard"),
     NavLink("Studies", "study_list"),
-    NavLink("Compare runs", "run-comparison"),
+    NavLink("Compare runs", "evaluation:run-comparison"),
     NavLink("API", "api-root"),
     NavLink("API docs", "api-docs"),
     NavLink("Admin", "admin:index"),
