@@ -400,6 +400,8 @@ def _model_section(data: LabelData, run: Run) -> dict:
         "retriever": run.retriever.kind,
         "rated_units": len(rated),
         "covered_units": len(scored),
+        # An imported run may not score every shown pair: the correlation covers these only.
+        "coverage": len(scored) / len(rated) if rated else None,
         "spearman": None,
         "kendall_tau_b": None,
     }

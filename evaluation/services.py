@@ -147,6 +147,22 @@ def model_answers(run: Run, items: Sequence[ShownItem]) -> dict[int, ShownCandid
     return answers
 
 
+def candidate_coverage(run: Run, items: Sequence[ShownItem]) -> dict:
+    """How many of the shown candidates the run scored (an imported run may not have ranked them
+    all): `shown_candidates`, `scored_candidates`, `candidate_coverage` (their share) and
+    `fully_scored_items`. An unscored candidate ranks below every scored one in the model's
+    answer, so a coverage below 1 is reported, never silent."""
+    scores = run_scores(run, items)
+    scored = [sum((item.query_id, candidate.passage_id) in scores for candidate in item.candidates) for item in items]
+    shown = sum(len(item.candidates) for item in items)
+    return {
+        "shown_candidates": shown,
+        "scored_candidates": sum(scored),
+        "candidate_coverage": sum(scored) / shown if shown else None,
+        "fully_scored_items": sum(count == len(item.candidates) for count, item in zip(scored, items, strict=True)),
+    }
+
+
 def _item_entry(item: ShownItem, votes: np.ndarray, **extra) -> dict:
     """An item for error analysis: its gold and the human votes per display position."""
     return {
@@ -196,6 +212,7 @@ def _model_section(
         ),
         "covered_items": len(covered),
         "coverage": agreement.finite_or_none(len(covered) / len(items)) if items else None,
+        **candidate_coverage(run, items),
         "mcnemar": {
             "paired_items": len(paired),
             "model_only_correct": test.first_only,

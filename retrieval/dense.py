@@ -121,6 +121,19 @@ def mask_token_of(model: str) -> str | None:
     return getattr(load_model(model, "cpu").tokenizer, "mask_token", None)
 
 
+# The names sentence-transformers configs give their prompts (E5: "query" / "passage"; others
+# "document"); a model without them gets no prompt.
+QUERY_PROMPT_NAMES = ("query",)
+PASSAGE_PROMPT_NAMES = ("passage", "document", "corpus")
+
+
+def model_prompt(model: SentenceTransformer, names: tuple[str, ...]) -> str:
+    """The model's own sentence-transformers prompt under the first of `names` it defines, or "".
+    sentence-transformers prepends a prompt to the text; so does `DenseScorer`."""
+    prompts = getattr(model, "prompts", None) or {}
+    return next((prompts[name] for name in names if prompts.get(name)), "")
+
+
 def is_normalized(model: SentenceTransformer) -> bool:
     return any(isinstance(module, Normalize) for module in model)
 
@@ -181,24 +194,43 @@ class DenseScorer:
     """The `Scorer` of a dense retriever. Asymmetric retrievers (a separate query model) encode
     queries with the query model and passages with the passage model."""
 
-    def __init__(self, retriever: Retriever):
+    def __init__(self, retriever: Retriever, query_prompt: str | None = None, passage_prompt: str | None = None):
         device = pick_device()
         passage_model = retriever.model_path or default_model()
         self.passage_model = load_model(passage_model, device)
         self.query_model = load_model(retriever.query_model_path or passage_model, device)
         self.mask_token: str | None = getattr(self.query_model.tokenizer, "mask_token", None)
+        self.query_prompt = model_prompt(self.query_model, QUERY_PROMPT_NAMES) if query_prompt is None else query_prompt
+        self.passage_prompt = (
+            model_prompt(self.passage_model, PASSAGE_PROMPT_NAMES) if passage_prompt is None else passage_prompt
+        )
         model_key = f"{model_fingerprint(model_folder(passage_model))}-{precision_name(device)}"
+        if self.passage_prompt:  # prompted passages are other vectors: another cache folder
+            model_key += f"-prompt-{hashlib.sha256(self.passage_prompt.encode()).hexdigest()[:16]}"
         self.cache = EmbeddingCache(Path(settings.MARGINALIA_DATA_DIR) / "embeddings", model_key)
+
+    @property
+    def prompts(self) -> dict[str, str]:
+        """The prompts used, as a run records them in its parameters."""
+        return {"query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt}
 
     def score(self, queries: list[str], passages: list[Passage], progress: Progress = no_progress) -> np.ndarray:
         report = throttled(progress)
         if not passages:
             return np.zeros((len(queries), 0), dtype=np.float64)
-        query_vectors = encode(self.query_model, queries, progress=lambda f, m: report(0.1 * f, m), label="queries")
+        query_vectors = encode(
+            self.query_model,
+            [self.query_prompt + query for query in queries],
+            progress=lambda f, m: report(0.1 * f, m),
+            label="queries",
+        )
         passage_vectors = self.cache.embeddings(
             passages,
             lambda texts: encode(
-                self.passage_model, texts, progress=lambda f, m: report(0.1 + 0.9 * f, m), label="passages"
+                self.passage_model,
+                [self.passage_prompt + text for text in texts],
+                progress=lambda f, m: report(0.1 + 0.9 * f, m),
+                label="passages",
             ),
         )
         report(1.0, "scored")

@@ -135,6 +135,22 @@ class RunRequestSerializer(serializers.Serializer):
         max_length=1000,
         help_text="Dense only: a model name or folder, or a trained retriever; empty: the default model.",
     )
+    query_prompt = serializers.CharField(
+        default=None,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=1000,
+        help_text='Dense only: text put before each query (E5: "query: "); null: the model\'s own prompt.',
+    )
+    passage_prompt = serializers.CharField(
+        default=None,
+        allow_null=True,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=1000,
+        help_text='Dense only: text put before each passage (E5: "passage: "); null: the model\'s own prompt.',
+    )
 
     def create(self, validated_data) -> Run:
         with service_errors_on_fields():
@@ -151,6 +167,8 @@ class RunRequestSerializer(serializers.Serializer):
                 context_left=validated_data["context_left"],
                 context_right=validated_data["context_right"],
                 depth=validated_data["depth"],
+                query_prompt=validated_data["query_prompt"],
+                passage_prompt=validated_data["passage_prompt"],
             )
 
 

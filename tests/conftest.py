@@ -5,6 +5,7 @@ browser tests fail (not skip) when what they need is missing, and fixtures sever
 import os
 from pathlib import Path
 
+import hypothesis
 import pytest
 
 from tests.factories import make_user
@@ -16,6 +17,12 @@ PROJECT_ROOT = Path(__file__).resolve().parents[1]
 SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
 # Redis + Celery worker fixtures (redis_url, platform, worker) for tests of real background work.
 pytest_plugins = ["tests.live_platform"]
+
+# Property tests check results, not speed: a loaded CI machine must not fail them for being slow.
+hypothesis.settings.register_profile(
+    "marginalia", deadline=None, suppress_health_check=[hypothesis.HealthCheck.too_slow]
+)
+hypothesis.settings.load_profile("marginalia")
 
 IN_CI = os.environ.get("CI", "").lower() in {"1", "true", "yes"}
 

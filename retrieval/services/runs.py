@@ -81,13 +81,15 @@ def warm_term_counts(collection: Collection) -> int:
     return len(sets)
 
 
-def scorer_for(retriever: Retriever) -> Scorer:
+def scorer_for(retriever: Retriever, run_parameters: dict | None = None) -> Scorer:
+    """The scorer of a retriever; a dense one takes the run's prompts (None: the model's own)."""
     if retriever.kind == Retriever.Kind.BM25:
         parameters = retriever.parameters
         return BM25Scorer(parameters.get("k1", DEFAULT_K1), parameters.get("b", DEFAULT_B), term_counts_folder())
     from retrieval.dense import DenseScorer  # torch loads only for dense runs
 
-    return DenseScorer(retriever)
+    run_parameters = run_parameters or {}
+    return DenseScorer(retriever, run_parameters.get("query_prompt"), run_parameters.get("passage_prompt"))
 
 
 def create_run(
@@ -97,7 +99,11 @@ def create_run(
     context_left: int = DEFAULT_CONTEXT[0],
     context_right: int = DEFAULT_CONTEXT[1],
     depth: int = DEFAULT_DEPTH,
+    query_prompt: str | None = None,
+    passage_prompt: str | None = None,
 ) -> Run:
+    """A pending run. Dense runs take prompts put before each query and passage text (None:
+    the model's own sentence-transformers prompts, "" none); BM25 ignores them."""
     if context_left < 0 or context_right < 0:
         raise InputError("context sizes cannot be negative", field="context")
     if depth < 1:
@@ -110,6 +116,8 @@ def create_run(
         "context_right": context_right,
         "depth": depth,
     }
+    if retriever.kind == Retriever.Kind.DENSE:
+        parameters.update(query_prompt=query_prompt, passage_prompt=passage_prompt)
     return Run.objects.create(collection=collection, retriever=retriever, parameters=parameters)
 
 
@@ -305,7 +313,12 @@ def _delete_results(run: Run, query_ids: list[int] | None = None) -> None:
 def _rank_pieces(run: Run, sets: list[CandidateSet], pieces: list[Piece], progress: Progress) -> int:
     """Rank the queries of `pieces` and store their hits; returns how many queries. Progress is
     the share of the pieces' cost done."""
-    scorer = scorer_for(run.retriever)
+    scorer = scorer_for(run.retriever, run.parameters)
+    if run.retriever.kind == Retriever.Kind.DENSE:
+        # The prompts actually used (the model's own when none was given) stay with the run; every
+        # shard resolves the same ones.
+        run.parameters.update(scorer.prompts)
+        Run.objects.filter(pk=run.pk).update(parameters=run.parameters)
     relevant = relevant_passages(run.collection)
     writer = RunWriter()
     for number, (set_index, start, stop) in enumerate(pieces):

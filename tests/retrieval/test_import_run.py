@@ -184,22 +184,12 @@ def eager(monkeypatch):
 
 
 def upload(client, collection, content: bytes, name="from api", filename="system.trec"):
+    """POST the run file as a multipart upload named `filename`."""
+    stream = io.BytesIO(content)
+    stream.name = filename
     return client.post(
-        "/api/runs/import/",
-        {"collection": collection.pk, "name": name, "file": io.BytesIO(content) | _named(filename)},
-        format="multipart",
+        "/api/runs/import/", {"collection": collection.pk, "name": name, "file": stream}, format="multipart"
     )
-
-
-class _named:
-    """`io.BytesIO(...) | _named("x.trec")`: an in-memory upload with a file name."""
-
-    def __init__(self, name):
-        self.name = name
-
-    def __ror__(self, stream):
-        stream.name = self.name
-        return stream
 
 
 def test_staff_import_a_run_file_as_a_job(collection, eager, django_capture_on_commit_callbacks):

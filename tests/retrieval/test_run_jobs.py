@@ -15,8 +15,9 @@ from jobs.services import execute, mark_failed, request_cancel, retry_job
 from jobs.tasks import sweep_stale_jobs
 from marginalia.celery import app
 from retrieval.errors import InputError
-from retrieval.metrics import evaluate_run, trec_run_lines
+from retrieval.metrics import evaluate_run
 from retrieval.models import Hit, Run, RunQuery
+from retrieval.selectors import trec_run_lines
 from retrieval.services import runs
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever, start_run_async
 from tests.factories import (
@@ -119,10 +120,10 @@ def test_cancelling_a_running_run_stops_it_at_its_next_batch_and_removes_its_hit
 ):
     """One shard, many batches: the cancel comes after the first batch's hits were written."""
     monkeypatch.setattr(runs, "MAX_SCORE_CELLS", 40)
-    monkeypatch.setattr(runs._RunWriter, "FLUSH_ROWS", 1)
+    monkeypatch.setattr(runs.RunWriter, "FLUSH_ROWS", 1)
     monkeypatch.setattr(runs, "throttled", lambda progress: progress)
     collection = make_relic_collection(12)
-    real_add = runs._RunWriter.add
+    real_add = runs.RunWriter.add
     hits_when_cancelled = []
 
     def add_then_cancel(writer, hit_rows, run_queries):
@@ -131,7 +132,7 @@ def test_cancelling_a_running_run_stops_it_at_its_next_batch_and_removes_its_hit
             hits_when_cancelled.append(Hit.objects.count())
             request_cancel(Job.objects.get(kind="retrieve"))
 
-    monkeypatch.setattr(runs._RunWriter, "add", add_then_cancel)
+    monkeypatch.setattr(runs.RunWriter, "add", add_then_cancel)
 
     with django_capture_on_commit_callbacks(execute=True):
         run = start_run_async(collection, get_or_create_retriever("bm25"), shards=1)
@@ -149,13 +150,13 @@ def test_a_run_reports_progress_and_heartbeat_after_every_batch_of_queries(monke
     collection = make_relic_collection(6)
     job = Job.objects.create(kind="retrieve", status=Job.Status.PENDING)
     beats = []
-    real_add = runs._RunWriter.add
+    real_add = runs.RunWriter.add
 
     def add(writer, hit_rows, run_queries):
         real_add(writer, hit_rows, run_queries)
         beats.append(Job.objects.get(pk=job.pk).heartbeat_at)
 
-    monkeypatch.setattr(runs._RunWriter, "add", add)
+    monkeypatch.setattr(runs.RunWriter, "add", add)
 
     run = create_run(collection, get_or_create_retriever("bm25"))
     execute(job.pk, lambda progress: runs.run_summary(execute_run(run, progress)))

@@ -186,7 +186,7 @@ def test_a_failing_run_is_marked_failed_and_keeps_no_hits(monkeypatch):
                 raise RuntimeError("disk full")
             return scorer.score(queries, candidates, progress)
 
-    monkeypatch.setattr(runs, "scorer_for", lambda retriever: BreaksOnSecondSet())
+    monkeypatch.setattr(runs, "scorer_for", lambda retriever, run_parameters=None: BreaksOnSecondSet())
 
     with pytest.raises(RuntimeError, match="disk full"):
         execute_run(run)

@@ -75,7 +75,7 @@ def test_retrieve_async_prints_the_run_and_its_job(eager):
 def test_a_failing_run_records_the_error_on_its_job(eager, monkeypatch):
     collection = small_collection()
 
-    def broken_scorer(retriever):
+    def broken_scorer(retriever, run_parameters=None):
         raise RuntimeError("index could not be built")
 
     monkeypatch.setattr(runs, "scorer_for", broken_scorer)

@@ -30,6 +30,16 @@ class Command(JsonCommand):
         parser.add_argument("--b", type=float, default=DEFAULT_B)
         add_context_argument(parser)
         parser.add_argument("--depth", type=int, default=DEFAULT_DEPTH, help="Hits stored per query.")
+        parser.add_argument(
+            "--query-prompt",
+            default=None,
+            help='Dense: text put before each query, e.g. "query: " (default: the model\'s own).',
+        )
+        parser.add_argument(
+            "--passage-prompt",
+            default=None,
+            help='Dense: text put before each passage, e.g. "passage: " (default: the model\'s own).',
+        )
         parser.add_argument("--async", dest="run_async", action="store_true", help="Send the run to a Celery worker.")
 
     def run(self, **options):
@@ -38,7 +48,12 @@ class Command(JsonCommand):
         retriever = get_or_create_retriever(
             options["retriever"], k1=options["k1"], b=options["b"], model=options["model"]
         )
-        parameters = {**context, "depth": options["depth"]}
+        parameters = {
+            **context,
+            "depth": options["depth"],
+            "query_prompt": options["query_prompt"],
+            "passage_prompt": options["passage_prompt"],
+        }
         if options["run_async"]:
             run = start_run_async(collection, retriever, **parameters)
             return {"run_id": run.pk, "job_id": run.job_id}
