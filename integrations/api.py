@@ -2,10 +2,13 @@
 link and participants) and webhooks (registration and the delivery log). Everything here is
 staff-only (IsAdminUser): annotators and crowd participants get 403."""
 
+from django.conf import settings
 from django.shortcuts import get_object_or_404
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status
+from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.response import Response
 from rest_framework.throttling import ScopedRateThrottle
@@ -31,11 +34,27 @@ from .services.webhooks import register_webhook
 class TokenView(ObtainAuthToken):
     """POST `{username, password}` → `{token}`: the API token of an active account (created on
     first use), for scripts and the Python client. Throttled per client address (scope "token",
-    MARGINALIA_TOKEN_RATE): a 429 carries Retry-After. Crowd participants have no password, so
-    they never get one."""
+    MARGINALIA_TOKEN_RATE): a 429 carries Retry-After; wrong passwords count towards the sign-in
+    lockout (django-axes). A token past MARGINALIA_TOKEN_DAYS is replaced by a new one. Crowd
+    participants have no password, so they never get one."""
 
     throttle_classes = [ScopedRateThrottle]
     throttle_scope = "token"
+
+    def post(self, request, *args, **kwargs):
+        form = self.get_serializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        return Response({"token": current_token(form.validated_data["user"]).key})
+
+
+def current_token(user) -> Token:
+    """The user's token, replaced by a fresh one when it is older than TOKEN_MAX_AGE (an expired
+    token is refused by marginalia.authentication.ExpiringTokenAuthentication)."""
+    token, _ = Token.objects.get_or_create(user=user)
+    if token.created < timezone.now() - settings.TOKEN_MAX_AGE:
+        token.delete()
+        token = Token.objects.create(user=user)
+    return token
 
 
 class StaffAPIView(APIView):

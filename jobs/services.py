@@ -83,7 +83,7 @@ def _publish(jobs: Sequence[Job]) -> None:
     try:
         with current_app.producer_or_acquire() as producer:
             for job in jobs:
-                current_app.tasks[job.task].apply_async(
+                registered_task(job.task).apply_async(
                     args=[job.pk, *job.arguments], queue=job.queue, task_id=job.celery_id, producer=producer
                 )
     except Exception as exc:  # the broker went away between the check and the commit
@@ -91,6 +91,15 @@ def _publish(jobs: Sequence[Job]) -> None:
         for job in jobs:
             _end(job.pk, Job.Status.FAILED, message)
         raise BrokerUnavailable(message) from None
+
+
+def registered_task(name: str):
+    """The Celery task called `name`. A web process has not imported every app's tasks module
+    (console's uploads name their task without importing it): load them the way a worker does
+    (autodiscovery) the first time a name is missing."""
+    if name not in current_app.tasks:
+        current_app.loader.import_default_modules()
+    return current_app.tasks[name]
 
 
 def dispatch(job: Job, task, *args: Any) -> Job:

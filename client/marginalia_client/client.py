@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
@@ -134,6 +135,25 @@ class Marginalia:
             data = self._request("GET", data["next"])
             rows.extend(data["results"])
         return rows
+
+    # --- uploads --------------------------------------------------------------------------------
+
+    def upload_kinds(self) -> pd.DataFrame:
+        """What can be uploaded (book, relic, beir, trec_run, qrels, judgments, ...): file endings,
+        options and the required ones."""
+        return pd.DataFrame(self._request("GET", "/api/uploads/")["kinds"])
+
+    def upload(self, kind: str, path: str | Path, **options) -> Job:
+        """Upload a file to import (POST /api/uploads/) with its options (title, author, name,
+        split, collection, study, as the kind needs); returns the queued job: `wait(job.id)`."""
+        path = Path(path)
+        data = self._request(
+            "POST",
+            "/api/uploads/",
+            data={"kind": kind, **{name: str(value) for name, value in options.items()}},
+            files={"file": (path.name, path.read_bytes())},
+        )
+        return Job.from_json(data)
 
     # --- collections and runs -------------------------------------------------------------------
 

@@ -70,7 +70,7 @@ def test_a_crowd_participant_finishes_the_quota_sees_the_code_and_a_second_one_g
 
     second_context, second = participant_page("6a1b2c3d4e5f6a7b8c9d0e1f")
     expect(second.locator("#progress-text")).to_have_text("0 / 2")
-    shown = int(second.locator("input[name=item]").input_value())
+    shown = int(second.locator("#judgment-form input[name=item]").input_value())
     assert shown not in first_items
     answer_first_candidate(second, "1 / 2")
     second_context.close()

@@ -5,6 +5,7 @@ start a BM25 run and wait on its job, create a proxy study, answer every item as
 then read the report and the judgments as a DataFrame and check one against the other."""
 
 import json
+import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
@@ -15,7 +16,7 @@ import requests
 from marginalia_client import ApiError, Marginalia
 
 from tests.client.conftest import CLIENT_FOLDER
-from tests.live_platform import manage
+from tests.live_platform import PROJECT_ROOT, manage
 
 pytestmark = pytest.mark.redis
 
@@ -107,10 +108,25 @@ def test_the_token_endpoint_throttles_with_a_retry_after_and_refuses_bad_passwor
 def test_the_client_imports_no_django_and_builds_as_a_package(tmp_path):
     probe = "import sys, marginalia_client; sys.exit(1 if any(m.startswith('django') for m in sys.modules) else 0)"
     subprocess.run([sys.executable, "-c", probe], cwd=CLIENT_FOLDER, check=True)
+    # Built from a copy: setuptools writes build/ and *.egg-info next to the sources it builds.
+    source = shutil.copytree(CLIENT_FOLDER, tmp_path / "client", ignore=shutil.ignore_patterns("build", "*.egg-info"))
+    wheels = tmp_path / "wheels"
     subprocess.run(
-        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(tmp_path), "."],
-        cwd=CLIENT_FOLDER,
+        [sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q", "-w", str(wheels), "."],
+        cwd=source,
         check=True,
         capture_output=True,
     )
-    assert [wheel.name.split("-")[0] for wheel in tmp_path.glob("*.whl")] == ["marginalia_client"]
+    assert [wheel.name.split("-")[0] for wheel in wheels.glob("*.whl")] == ["marginalia_client"]
+
+
+def test_an_upload_through_the_client_becomes_a_collection(web_server, seeded):
+    staff = Marginalia.login(web_server, "admin", PASSWORD)
+    assert "relic" in set(staff.upload_kinds()["kind"])
+    job = staff.upload("relic", PROJECT_ROOT / "demo" / "salt_ledger_relic.json", name="uploaded-salt-ledger")
+    assert staff.wait(job.id, timeout=120, poll=0.3, progress=False).status == "succeeded"
+    uploaded = staff.collection("uploaded-salt-ledger")
+    assert uploaded["queries"] == staff.collection(seeded["collection"])["queries"]
+    with pytest.raises(ApiError) as refused:
+        staff.upload("relic", PROJECT_ROOT / "README.md")
+    assert refused.value.status == 400 and "file" in refused.value.detail

@@ -3,8 +3,11 @@ visitors try every recruiting route (inviting, naming annotators, the cap, the c
 participants, screening out) and change nothing. The project-wide route sweep in
 tests/annotation/test_attacks.py holds these routes to the staff rule as well."""
 
+from datetime import timedelta
+
 import pytest
 from django.test import Client
+from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
@@ -117,3 +120,17 @@ def test_a_participant_account_gets_no_api_token(world):
         )
         assert response.status_code == 400
     assert not Token.objects.filter(user=participant.user).exists()
+
+
+def test_the_token_endpoint_gives_the_account_its_token_and_renews_an_expired_one(settings):
+    make_annotator("reader", password="reader-pass-123")
+    first = APIClient().post("/api/auth/token/", {"username": "reader", "password": "reader-pass-123"}, format="json")
+    assert first.status_code == 200
+    again = APIClient().post("/api/auth/token/", {"username": "reader", "password": "reader-pass-123"}, format="json")
+    assert again.json() == first.json()
+    Token.objects.update(created=timezone.now() - settings.TOKEN_MAX_AGE - timedelta(minutes=1))
+    renewed = APIClient().post("/api/auth/token/", {"username": "reader", "password": "reader-pass-123"}, format="json")
+    assert renewed.json()["token"] != first.json()["token"]
+    client = APIClient()
+    client.credentials(HTTP_AUTHORIZATION=f"Token {renewed.json()['token']}")
+    assert client.get("/api/schema/").status_code == 200
