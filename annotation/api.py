@@ -202,6 +202,8 @@ class JudgmentExportView(APIView):
     FORMATS = ("json", "csv", "jsonl")
 
     def perform_content_negotiation(self, request, force=False):
+        if request.method == "OPTIONS":  # the metadata is a JSON object whatever format is asked
+            return JSONRenderer(), JSONRenderer.media_type
         wanted = request.query_params.get("format")
         if not force and wanted is not None and wanted not in self.FORMATS:
             raise ValidationError({"format": [f"must be one of {', '.join(self.FORMATS)}"]})
