@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs.serializers import JobSerializer
+from retrieval.input_rules import parse_id
 
 from .models import Item, ItemCandidate, Judgment, Study
 from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, answer_fields, judgment_rows, study_overview
@@ -221,10 +222,10 @@ class JudgmentExportView(APIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request):
-        study_id = request.query_params.get("study", "")
-        if not study_id.isdigit():
+        study_id = parse_id(request.query_params.get("study", ""))
+        if study_id is None:
             raise ValidationError({"study": ["give the study id: ?study=ID"]})
-        study = Study.objects.filter(pk=int(study_id)).first()
+        study = Study.objects.filter(pk=study_id).first()
         if study is None:
             raise NotFound(f"no study {study_id}")
         response = Response(judgment_rows(study))

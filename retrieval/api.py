@@ -20,6 +20,7 @@ from rest_framework.views import exception_handler as drf_exception_handler
 from jobs.serializers import JobSerializer
 from retrieval import selectors
 from retrieval.errors import InputError
+from retrieval.input_rules import parse_id
 from retrieval.metrics import trec_run_lines
 from retrieval.models import Query
 from retrieval.serializers import (
@@ -89,9 +90,10 @@ class QueryViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         queries = Query.objects.order_by("collection_id", "ordinal", "pk")
         collection = self.request.query_params.get("collection")
         if collection is not None:
-            if not collection.isdigit():
+            collection_id = parse_id(collection)
+            if collection_id is None:
                 return queries.none()
-            queries = queries.filter(collection_id=int(collection))
+            queries = queries.filter(collection_id=collection_id)
         return queries
 
 

@@ -223,6 +223,14 @@ def _first_value_problem(value, path: str) -> tuple[str, str] | None:
     return None
 
 
+def parse_id(text: str) -> int | None:
+    """A row id given as text (a query parameter): ASCII digits within 64 bits, else None."""
+    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_INTEGER_DIGITS:
+        return None
+    value = int(text)
+    return value if value <= INT64_RANGE[1] else None
+
+
 def column_range(model: type[models.Model], field_name: str) -> tuple[int, int]:
     """The values an integer column holds on every supported database (Django's portable
     ranges: SQLite alone would take any 64-bit value)."""
