@@ -19,6 +19,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from jobs.serializers import JobSerializer
+from retrieval.input_rules import parse_id
 
 from .models import Item, ItemCandidate, Judgment, Study
 from .selectors import (
@@ -334,6 +335,8 @@ class JudgmentExportView(APIView):
     FORMATS = ("json", "csv", "jsonl")
 
     def perform_content_negotiation(self, request, force=False):
+        if request.method == "OPTIONS":  # the metadata is a JSON object whatever format is asked
+            return JSONRenderer(), JSONRenderer.media_type
         wanted = request.query_params.get("format")
         if not force and wanted is not None and wanted not in self.FORMATS:
             raise ValidationError({"format": [f"must be one of {', '.join(self.FORMATS)}"]})
@@ -351,10 +354,10 @@ class JudgmentExportView(APIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request):
-        study_id = request.query_params.get("study", "")
-        if not study_id.isdigit():
+        study_id = parse_id(request.query_params.get("study", ""))
+        if study_id is None:
             raise ValidationError({"study": ["give the study id: ?study=ID"]})
-        study = Study.objects.filter(pk=int(study_id)).first()
+        study = Study.objects.filter(pk=study_id).first()
         if study is None:
             raise NotFound(f"no study {study_id}")
         response = Response(judgment_rows(study))

@@ -22,6 +22,7 @@ from jobs.serializers import JobSerializer
 from jobs.services import BrokerUnavailable
 from retrieval import selectors
 from retrieval.errors import InputError
+from retrieval.input_rules import parse_id
 from retrieval.metrics import evaluate_run
 from retrieval.models import Query
 from retrieval.serializers import (
@@ -92,9 +93,10 @@ class QueryViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         queries = Query.objects.order_by("collection_id", "ordinal", "pk")
         collection = self.request.query_params.get("collection")
         if collection is not None:
-            if not collection.isdigit():
+            collection_id = parse_id(collection)
+            if collection_id is None:
                 return queries.none()
-            queries = queries.filter(collection_id=int(collection))
+            queries = queries.filter(collection_id=collection_id)
         return queries
 
 

@@ -97,22 +97,14 @@ def read_text(path: Path) -> str:
 
 def read_lines(path: Path) -> Iterator[tuple[int, str]]:
     """(1-based line number, decoded line without its line end), streamed; a line is at most
-    MAX_LINE_BYTES. A BOM is dropped from the first line only, where it belongs."""
+    MAX_LINE_BYTES."""
     with open_binary(path) as handle:
         number = 0
         while raw := handle.readline(MAX_LINE_BYTES + 1):
             number += 1
             if len(raw) > MAX_LINE_BYTES:
                 raise InputError(f"line longer than {MAX_LINE_BYTES} bytes", file=str(path), line=number)
-            text = decode(raw, str(path), number) if number == 1 else _decode_inner_line(raw, str(path), number)
-            yield number, text.rstrip("\r\n")
-
-
-def _decode_inner_line(raw: bytes, file: str, number: int) -> str:
-    try:
-        return check_text(raw.decode("utf-8"), file=file, first_line=number)
-    except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte 0x{raw[exc.start]:02x})", file=file, line=number) from None
+            yield number, decode(raw, str(path), number).rstrip("\r\n")
 
 
 def read_jsonl(path: Path) -> Iterator[tuple[int, dict]]:
@@ -221,6 +213,14 @@ def _first_value_problem(value, path: str) -> tuple[str, str] | None:
         if found := _first_value_problem(item, child):
             return found
     return None
+
+
+def parse_id(text: str) -> int | None:
+    """A row id given as text (a query parameter): ASCII digits within 64 bits, else None."""
+    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_INTEGER_DIGITS:
+        return None
+    value = int(text)
+    return value if value <= INT64_RANGE[1] else None
 
 
 def column_range(model: type[models.Model], field_name: str) -> tuple[int, int]:

@@ -1,6 +1,8 @@
 """The REST API's JSON parser: request bodies follow the same input rules as files
-(retrieval.input_rules): nesting and number sizes bounded before and during parsing, no NUL or
-lone surrogate, a UTF-8 BOM accepted. A refusal is a 400 with one line naming the field."""
+(retrieval.input_rules): at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (Django checks that only for
+`request.body`, which DRF's stream bypasses), nesting and number sizes bounded before and during
+parsing, no NUL or lone surrogate, a UTF-8 BOM accepted. A refusal is a 400 with one line naming
+the field."""
 
 from __future__ import annotations
 
@@ -17,8 +19,12 @@ class GuardedJSONParser(JSONParser):
         encoding = (parser_context or {}).get("encoding", settings.DEFAULT_CHARSET)
         if encoding.lower().replace("_", "-") in ("utf-8", "utf8"):
             encoding = "utf-8-sig"
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        data = stream.read() if limit is None else stream.read(limit + 1)
+        if limit is not None and len(data) > limit:
+            raise ParseError(f"JSON parse error - the body is larger than {limit} bytes")
         try:
-            text = stream.read().decode(encoding)
+            text = data.decode(encoding)
         except (UnicodeDecodeError, LookupError) as exc:
             raise ParseError(f"JSON parse error - the body is not {encoding} text") from exc
         try:

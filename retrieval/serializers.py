@@ -64,7 +64,7 @@ class QuerySerializer(serializers.ModelSerializer):
 class RetrieverSerializer(serializers.ModelSerializer):
     """A retriever; a trained one names the collection it was trained on and its training job."""
 
-    trained_on_name = serializers.CharField(source="trained_on.name", read_only=True, default=None)
+    trained_on_name = serializers.CharField(source="trained_on.name", read_only=True, default=None, allow_null=True)
 
     class Meta:
         model = Retriever
@@ -85,7 +85,7 @@ class RetrieverSerializer(serializers.ModelSerializer):
 class RunSerializer(serializers.ModelSerializer):
     retriever = RetrieverSerializer(read_only=True)
     collection_name = serializers.CharField(source="collection.name", read_only=True)
-    job_status = serializers.CharField(source="job.status", read_only=True, default=None)
+    job_status = serializers.CharField(source="job.status", read_only=True, default=None, allow_null=True)
     warnings = serializers.SerializerMethodField(
         help_text="Settings the run ignores, e.g. context L/R without contexts."
     )

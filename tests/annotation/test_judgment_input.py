@@ -182,3 +182,14 @@ def test_annotator_accounts_and_new_names_may_be_named(tmp_path):
     call_command("import_judgments", str(study.pk), str(write_jsonl(tmp_path / "rows.jsonl", rows)))
 
     assert sorted(Judgment.objects.values_list("annotator__username", flat=True)) == ["ann", "newcomer"]
+
+
+def test_submit_refuses_a_body_over_the_upload_limit_before_parsing_it(claimed, settings):
+    client, study, item = claimed
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 1000
+    body = json.dumps({"item": item.pk, "position": 0, "rationale": "x" * 1000})
+
+    response = client.post(submit_url(study), data=body, content_type="application/json")
+
+    assert response.status_code == 400
+    assert not Judgment.objects.exists()

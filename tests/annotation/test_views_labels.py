@@ -107,6 +107,19 @@ def test_an_answer_the_schema_does_not_allow_is_refused_naming_the_field(client)
     assert not Judgment.objects.exists()
 
 
+def test_spans_nested_100000_deep_are_refused_on_the_page_not_a_500(client):
+    annotator = make_annotator()
+    study = make_plot_relevance_study(label_schema=FULL_SCHEMA)
+    login(client, annotator)
+    item = shown_item_id(client.get(reverse("annotate", args=[study.pk])))
+    answer = {"item": item, "label": "1", "rubric-specificity": "1", "spans": "[" * 100_000 + "]" * 100_000}
+
+    response = client.post(reverse("annotate", args=[study.pk]), answer, follow=True)
+
+    assert response.status_code == 200 and "could not be read" in response.content.decode()
+    assert not Judgment.objects.exists()
+
+
 def test_span_texts_keep_every_stored_character_even_carriage_returns(client):
     collection = make_collection()
     passage = make_text_passages(collection, ["First line.\r\nSecond <line> & more."])[0]

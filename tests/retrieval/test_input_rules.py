@@ -12,7 +12,7 @@ from retrieval.errors import InputError
 from retrieval.input_rules import MAX_JSON_DEPTH, load_json
 from retrieval.models import Sentence
 from retrieval.text import split_sentences
-from tests.factories import relic_book, retrieval_row_counts, write_beir_folder, write_relic_file
+from tests.factories import api_client, make_user, relic_book, retrieval_row_counts, write_beir_folder, write_relic_file
 
 DEEP = "[" * 100_000 + "]" * 100_000
 SENTENCES = ["The lamp was lit.", "Nobody came.", "The room stayed dark."]
@@ -194,3 +194,14 @@ def test_load_json_messages(text, message):
 def test_load_json_takes_brackets_inside_strings_as_text():
     assert load_json(json.dumps({"a": "[" * 1000})) == {"a": "[" * 1000}
     assert load_json("[" * 32 + "]" * 32) is not None
+
+
+@pytest.mark.django_db
+@pytest.mark.parametrize("value", ["9" * 30, str(2**63), "²", "٣"])
+@pytest.mark.parametrize("url, refused", [("/api/queries/?collection=", 200), ("/api/judgments/?study=", 400)])
+def test_ids_in_query_parameters_beyond_64_bits_or_ascii_are_refused_not_a_500(url, refused, value):
+    response = api_client(make_user("curator", staff=True)).get(url + value)
+
+    assert response.status_code == refused
+    if refused == 200:
+        assert response.json()["results"] == []
