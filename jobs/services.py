@@ -14,6 +14,8 @@ settled whatever stopped it.
 
 from __future__ import annotations
 
+import os
+import socket
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
@@ -82,9 +84,10 @@ def _publish(jobs: Sequence[Job]) -> None:
     try:
         with current_app.producer_or_acquire() as producer:
             for job in jobs:
-                current_app.tasks[job.task].apply_async(
-                    args=[job.pk, *job.arguments], queue=job.queue, task_id=job.celery_id, producer=producer
-                )
+                # By name: a process that never imported the task's module (retry_job) sends it too.
+                current_app.signature(
+                    job.task, args=[job.pk, *job.arguments], queue=job.queue, task_id=job.celery_id
+                ).apply_async(producer=producer)
     except Exception as exc:  # the broker went away between the check and the commit
         message = f"the task queue at {broker_address()} refused the job ({type(exc).__name__}: {exc})"
         for job in jobs:
@@ -182,7 +185,11 @@ def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
     A child job that fails is retried while it has attempts left."""
     now = timezone.now()
     claimed = Job.objects.filter(pk=job_id, status=Job.Status.PENDING, cancel_requested=False).update(
-        status=Job.Status.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1
+        status=Job.Status.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        attempts=F("attempts") + 1,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
     )
     if not claimed:
         job = Job.objects.get(pk=job_id)

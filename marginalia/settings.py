@@ -133,6 +133,8 @@ MARGINALIA_BROKER_TIMEOUT_SECONDS = float(os.environ.get("MARGINALIA_BROKER_TIME
 # that as many workers share it; a failed or lost shard is retried alone this many times.
 MARGINALIA_RUN_SHARDS = int(os.environ.get("MARGINALIA_RUN_SHARDS", "8"))
 MARGINALIA_SHARD_RETRIES = int(os.environ.get("MARGINALIA_SHARD_RETRIES", "2"))
+# A run scores at most this many (query, passage) cells at once: 8 bytes each, 64 MB by default.
+MARGINALIA_SCORE_CELLS = int(os.environ.get("MARGINALIA_SCORE_CELLS", str(1 << 23)))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
