@@ -25,6 +25,7 @@ import hashlib
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
@@ -32,6 +33,7 @@ import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.stdout.reconfigure(line_buffering=True)  # each row as soon as it is measured
 sys.path.insert(0, str(ROOT))
 
 from benchmarks.relic_like import write_relic_like  # noqa: E402
@@ -125,6 +127,8 @@ def wait_until_workers_answer(redis_url: str, count: int) -> None:
 
 def main() -> None:
     arguments = parse_arguments()
+    # A SIGTERM (a timeout) unwinds like Ctrl-C, so the workers and Redis started here are stopped.
+    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"stopped by signal {signum}"))
     folder = Path(tempfile.mkdtemp(prefix="marginalia-sharded-"))
     database_url = arguments.database_url or f"sqlite:///{folder / 'db.sqlite3'}"
     os.environ.update(DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="marginalia.settings")
