@@ -47,6 +47,7 @@ class Job(models.Model):
     task = models.CharField(max_length=200, blank=True, help_text="The Celery task that runs it (to retry it).")
     arguments = models.JSONField(default=list, blank=True, help_text="The task's arguments after the job id.")
     attempts = models.PositiveIntegerField(default=0, help_text="How many times a worker started it.")
+    worker = models.CharField(max_length=200, blank=True, help_text="host:pid of the process running it (last start).")
     max_attempts = models.PositiveIntegerField(
         default=1, help_text="Starts allowed before a failure is final (a lost or failed shard is retried alone)."
     )

@@ -10,7 +10,7 @@ class ShardSerializer(serializers.ModelSerializer):
 
     class Meta:
         model = Job
-        fields = ["id", "status", "progress", "message", "error", "attempts", "heartbeat_at", "finished_at"]
+        fields = ["id", "status", "progress", "message", "error", "attempts", "worker", "heartbeat_at", "finished_at"]
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -40,5 +40,6 @@ class JobSerializer(serializers.ModelSerializer):
             "parent",
             "attempts",
             "max_attempts",
+            "worker",
             "shards",
         ]

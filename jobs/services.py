@@ -14,6 +14,8 @@ settled whatever stopped it.
 
 from __future__ import annotations
 
+import os
+import socket
 import traceback
 import uuid
 from collections.abc import Callable, Sequence
@@ -83,23 +85,15 @@ def _publish(jobs: Sequence[Job]) -> None:
     try:
         with current_app.producer_or_acquire() as producer:
             for job in jobs:
-                registered_task(job.task).apply_async(
-                    args=[job.pk, *job.arguments], queue=job.queue, task_id=job.celery_id, producer=producer
-                )
+                # By name: a process that never imported the task's module (retry_job) sends it too.
+                current_app.signature(
+                    job.task, args=[job.pk, *job.arguments], queue=job.queue, task_id=job.celery_id
+                ).apply_async(producer=producer)
     except Exception as exc:  # the broker went away between the check and the commit
         message = f"the task queue at {broker_address()} refused the job ({type(exc).__name__}: {exc})"
         for job in jobs:
             _end(job.pk, Job.Status.FAILED, message)
         raise BrokerUnavailable(message) from None
-
-
-def registered_task(name: str):
-    """The Celery task called `name`. A web process has not imported every app's tasks module
-    (console's uploads name their task without importing it): load them the way a worker does
-    (autodiscovery) the first time a name is missing."""
-    if name not in current_app.tasks:
-        current_app.loader.import_default_modules()
-    return current_app.tasks[name]
 
 
 def dispatch(job: Job, task, *args: Any) -> Job:
@@ -201,7 +195,11 @@ def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
     A child job that fails is retried while it has attempts left."""
     now = timezone.now()
     claimed = Job.objects.filter(pk=job_id, status=Job.Status.PENDING, cancel_requested=False).update(
-        status=Job.Status.RUNNING, started_at=now, heartbeat_at=now, attempts=F("attempts") + 1
+        status=Job.Status.RUNNING,
+        started_at=now,
+        heartbeat_at=now,
+        attempts=F("attempts") + 1,
+        worker=f"{socket.gethostname()}:{os.getpid()}",
     )
     if not claimed:
         job = Job.objects.get(pk=job_id)

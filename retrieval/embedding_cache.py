@@ -13,11 +13,13 @@ workers never see half a file; many small segments are merged when a shard is lo
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from contextlib import ExitStack, contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -45,6 +47,7 @@ class EmbeddingCache:
     def __init__(self, root: Path, model_key: str):
         self.folder = Path(root) / model_key
         self._shards: OrderedDict[ShardKey, Entries] = OrderedDict()
+        self._seen: dict[ShardKey, set[str]] = {}  # segment files each loaded shard holds
 
     def embeddings(self, passages: Sequence[Passage], encode: Callable[[list[str]], np.ndarray]) -> np.ndarray:
         """Vectors for `passages` in their order (float32, one row each)."""
@@ -53,19 +56,45 @@ class EmbeddingCache:
         shard_keys = [(passage.collection_id, passage.document_id) for passage in passages]
         found: list[np.ndarray | None] = [self._shard(shard_key).get(key) for shard_key, key in zip(shard_keys, keys)]
         missing = [index for index, vector in enumerate(found) if vector is None]
-        if missing:
-            vectors = np.asarray(encode([texts[index] for index in missing]), dtype=np.float32)
-            by_shard: dict[ShardKey, list[int]] = {}
-            for row, index in enumerate(missing):
-                found[index] = vectors[row]
-                by_shard.setdefault(shard_keys[index], []).append(row)
-            for shard_key, rows in by_shard.items():
-                new_keys = [keys[missing[row]] for row in rows]
-                self._write_segment(shard_key, new_keys, vectors[rows])
-                self._shard(shard_key).update(zip(new_keys, vectors[rows]))
-        if not found:
-            return np.zeros((0, 0), dtype=np.float32)
+        if not missing:
+            return np.stack(found).astype(np.float32, copy=False) if found else np.zeros((0, 0), dtype=np.float32)
+        # Shards of one run (or several runs) on other workers may be encoding the same passages:
+        # one encodes while the others wait, then they read its vectors from disk.
+        with self._locked(sorted({shard_keys[index] for index in missing}, key=repr)) as locked:
+            for shard_key in locked:
+                if self._segment_names(self._shard_folder(shard_key)) - self._seen.get(shard_key, set()):
+                    self._shards.pop(shard_key, None)  # another process wrote meanwhile: reload
+            for index in missing:
+                found[index] = self._shard(shard_keys[index]).get(keys[index])
+            missing = [index for index, vector in enumerate(found) if vector is None]
+            self._encode_missing(found, missing, texts, keys, shard_keys, encode)
         return np.stack(found).astype(np.float32, copy=False)
+
+    @contextmanager
+    def _locked(self, shard_keys: list[ShardKey]):
+        """Hold an exclusive lock (flock, released if the process dies) on each shard, in a fixed
+        order so that two workers never wait on each other."""
+        with ExitStack() as stack:
+            for shard_key in shard_keys:
+                folder = self._shard_folder(shard_key)
+                folder.mkdir(parents=True, exist_ok=True)
+                lock = stack.enter_context((folder / ".lock").open("a"))
+                fcntl.flock(lock, fcntl.LOCK_EX)
+            yield shard_keys
+
+    def _encode_missing(self, found, missing, texts, keys, shard_keys, encode) -> None:
+        """Encode the `missing` positions, fill them into `found` and append them to their shards."""
+        if not missing:
+            return
+        vectors = np.asarray(encode([texts[index] for index in missing]), dtype=np.float32)
+        by_shard: dict[ShardKey, list[int]] = {}
+        for row, index in enumerate(missing):
+            found[index] = vectors[row]
+            by_shard.setdefault(shard_keys[index], []).append(row)
+        for shard_key, rows in by_shard.items():
+            new_keys = [keys[missing[row]] for row in rows]
+            self._write_segment(shard_key, new_keys, vectors[rows])
+            self._shard(shard_key).update(zip(new_keys, vectors[rows]))
 
     def _shard_folder(self, shard_key: ShardKey) -> Path:
         collection_id, document_id = shard_key
@@ -76,13 +105,18 @@ class EmbeddingCache:
         if shard_key in self._shards:
             self._shards.move_to_end(shard_key)
             return self._shards[shard_key]
-        entries = self._load(self._shard_folder(shard_key))
+        entries, self._seen[shard_key] = self._load(self._shard_folder(shard_key))
         self._shards[shard_key] = entries
         while len(self._shards) > SHARDS_IN_MEMORY:
             self._shards.popitem(last=False)
         return entries
 
-    def _load(self, folder: Path) -> Entries:
+    @staticmethod
+    def _segment_names(folder: Path) -> set[str]:
+        return {path.name for path in folder.glob("*.npz")} if folder.is_dir() else set()
+
+    def _load(self, folder: Path) -> tuple[Entries, set[str]]:
+        """The shard's entries and the names of the segment files they came from."""
         segments = sorted(folder.glob("*.npz")) if folder.is_dir() else []
         entries: Entries = {}
         loaded = []
@@ -95,23 +129,26 @@ class EmbeddingCache:
             entries.update(((int(pk), digest.tobytes()), vector) for pk, digest, vector in zip(ids, digests, vectors))
             loaded.append(segment)
         if len(loaded) > MAX_SEGMENTS:
-            self._merge(folder, entries, loaded)
-        return entries
+            return entries, {self._merge(folder, entries, loaded).name}
+        return entries, {segment.name for segment in loaded}
 
-    def _merge(self, folder: Path, entries: Entries, segments: list[Path]) -> None:
+    def _merge(self, folder: Path, entries: Entries, segments: list[Path]) -> Path:
         keys = list(entries)
-        _write_segment_file(folder, keys, np.stack([entries[key] for key in keys]))
+        merged = _write_segment_file(folder, keys, np.stack([entries[key] for key in keys]))
         for segment in segments:
             segment.unlink(missing_ok=True)
+        return merged
 
     def _write_segment(self, shard_key: ShardKey, keys: list[tuple[int, bytes]], vectors: np.ndarray) -> None:
-        _write_segment_file(self._shard_folder(shard_key), keys, vectors)
+        written = _write_segment_file(self._shard_folder(shard_key), keys, vectors)
+        self._seen.setdefault(shard_key, set()).add(written.name)
 
 
-def _write_segment_file(folder: Path, keys: list[tuple[int, bytes]], vectors: np.ndarray) -> None:
+def _write_segment_file(folder: Path, keys: list[tuple[int, bytes]], vectors: np.ndarray) -> Path:
     ids = np.array([pk for pk, _ in keys], dtype=np.int64)
     digests = np.frombuffer(b"".join(digest for _, digest in keys), dtype=np.uint8).reshape(len(keys), DIGEST_BYTES)
     vectors = np.asarray(vectors, dtype=np.float32)
     # Time-ordered names keep `ls` readable; the random part keeps concurrent writers apart.
     final = folder / f"{time.time_ns():020d}-{uuid.uuid4().hex[:8]}.npz"
     write_atomically(final, lambda stream: np.savez(stream, ids=ids, digests=digests, vectors=vectors), binary=True)
+    return final

@@ -30,8 +30,9 @@ from .candidates import CandidateSet, PassageRow, candidate_sets
 
 DEFAULT_CONTEXT = (4, 4)
 DEFAULT_DEPTH = 100
-# Score matrices are computed for at most this many (query, passage) cells at a time (64 MB).
-MAX_SCORE_CELLS = 1 << 23
+# Score matrices are computed for at most this many (query, passage) cells at a time (64 MB by
+# default; MARGINALIA_SCORE_CELLS bounds the memory of one batch, on a GPU too).
+MAX_SCORE_CELLS = settings.MARGINALIA_SCORE_CELLS
 
 
 def parse_context(value: str, field: str = "context") -> tuple[int, int]:

@@ -54,7 +54,9 @@ def sent_tasks(monkeypatch):
     """The training tasks dispatched: (args, queue) of each, recorded instead of sent."""
     sent = []
     monkeypatch.setattr(
-        tasks.train_retriever, "apply_async", lambda args, queue, task_id, **options: sent.append((args, queue))
+        tasks.train_retriever,
+        "apply_async",
+        lambda args=None, kwargs=None, **options: sent.append((args, options["queue"])),
     )
     return sent
 

@@ -1,7 +1,10 @@
 """The passage embedding cache: a collection is encoded once per model; a changed text or model
 is encoded again; files appear whole or not at all."""
 
+import multiprocessing
 import shutil
+import time
+from typing import NamedTuple
 
 import numpy as np
 import pytest
@@ -10,6 +13,16 @@ from retrieval import dense, embedding_cache
 from retrieval.dense import DenseScorer, default_model
 from retrieval.models import Document, Retriever
 from tests.factories import make_collection, make_text_passages
+
+
+class PassageStub(NamedTuple):
+    """What the cache reads of a passage (a plain row, as runs pass PassageRow)."""
+
+    pk: int
+    collection_id: int
+    document_id: int
+    retrieval_text: str
+
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]
 
@@ -115,7 +128,7 @@ def test_a_failed_write_leaves_no_file_and_the_next_run_encodes_again(monkeypatc
         patch.setattr(embedding_cache.np, "savez", disk_full)
         with pytest.raises(OSError):
             scorer().score(["q"], passages)
-    assert not [path for path in (data_dir / "embeddings").rglob("*") if path.is_file()]
+    assert not list((data_dir / "embeddings").rglob("*.npz"))  # (the lock file stays: it holds no data)
 
     scorer().score(["q"], passages)
 
@@ -136,3 +149,35 @@ def test_many_small_segments_are_merged_when_a_shard_is_loaded(monkeypatch, enco
     assert encoded == TEXTS[:4]
     model = dense.load_model(default_model(), "cpu")
     np.testing.assert_allclose(scores, model.encode(["q"]) @ model.encode(TEXTS[:4]).T, atol=1e-5)
+
+
+def _encode_in_another_process(root, passages, log) -> None:
+    """A second worker asking for the same passages: encodes slowly, logs what it encoded."""
+
+    def slow_encode(texts):
+        with open(log, "a") as stream:
+            stream.write("".join(f"{text}\n" for text in texts))
+        time.sleep(0.5)
+        return np.ones((len(texts), 3), dtype=np.float32)
+
+    embedding_cache.EmbeddingCache(root, "model").embeddings(passages, slow_encode)
+
+
+def test_shards_on_two_processes_encode_shared_passages_once(tmp_path):
+    """Two shards of one candidate set, on two worker processes, both ask for its passages at
+    once: one encodes them while the other waits for the lock, then reads them from disk."""
+    passages = [PassageStub(pk, 1, 7, f"window {pk}") for pk in range(20)]
+    log = tmp_path / "encoded.txt"
+    context = multiprocessing.get_context("fork")
+    workers = [
+        context.Process(target=_encode_in_another_process, args=(tmp_path / "cache", passages, log)) for _ in range(2)
+    ]
+    for worker in workers:
+        worker.start()
+    for worker in workers:
+        worker.join(timeout=60)
+
+    assert [worker.exitcode for worker in workers] == [0, 0]
+    assert sorted(log.read_text().splitlines()) == sorted(f"window {pk}" for pk in range(20))
+    vectors = embedding_cache.EmbeddingCache(tmp_path / "cache", "model").embeddings(passages, pytest.fail)
+    assert vectors.shape == (20, 3)
