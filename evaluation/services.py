@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 from django.db import transaction
@@ -83,19 +84,20 @@ class HumanVotes:
     counts: np.ndarray
     gold: np.ndarray
 
-    @property
+    # Computed once per report: each is read per item in loops over all items.
+    @cached_property
     def majority_correct(self) -> np.ndarray:
         return agreement.majority_correct_flags(self.counts, self.gold)
 
-    @property
+    @cached_property
     def gold_votes(self) -> np.ndarray:
         return self.counts[np.arange(len(self.counts)), self.gold]
 
-    @property
+    @cached_property
     def unanimous_gold(self) -> np.ndarray:
         return self.gold_votes == self.counts.sum(axis=1)
 
-    @property
+    @cached_property
     def unanimous_non_gold(self) -> np.ndarray:
         return agreement.all_agree_flags(self.counts) & (self.gold_votes == 0)
 
@@ -119,22 +121,24 @@ def _agreement_section(votes: HumanVotes) -> dict:
     section = {name: agreement.finite_or_none(agreement.share(flags)) for name, flags in per_item.items()}
     section["fleiss_kappa"] = agreement.finite_or_none(agreement.fleiss_kappa(counts))
     section["randolph_kappa"] = agreement.finite_or_none(agreement.randolph_kappa(counts))
+    types = agreement.item_types(counts, votes.majority_correct)
+    shown = counts[types.representatives]
     statistics = {
-        name: (lambda weights, flags=flags: agreement.weighted_mean(flags, weights)) for name, flags in per_item.items()
+        name: (lambda weights, flags=flags[types.representatives]: agreement.weighted_mean(flags, weights))
+        for name, flags in per_item.items()
     }
     for chance in ("fleiss", "randolph"):
-        statistics[f"{chance}_kappa"] = lambda weights, chance=chance: agreement.weighted_kappa(counts, weights, chance)
-    section["confidence_intervals"] = {
-        name: _interval(agreement.bootstrap_interval(statistic, len(counts))) for name, statistic in statistics.items()
-    }
+        statistics[f"{chance}_kappa"] = lambda weights, chance=chance: agreement.weighted_kappa(shown, weights, chance)
+    intervals = agreement.bootstrap_intervals(statistics, types.multiplicities)
+    section["confidence_intervals"] = {name: _interval(interval) for name, interval in intervals.items()}
     return section
 
 
-def model_answers(run: Run, items: Sequence[ShownItem]) -> dict[int, ShownCandidate | None]:
+def model_answers(run: Run, study: Study, items: Sequence[ShownItem]) -> dict[int, ShownCandidate | None]:
     """item id -> the run's answer: its highest-scoring shown candidate, ties going to the one
     the run ranked higher. Shown candidates the run did not store rank below all stored ones,
     so an item none of whose candidates were stored has no answer (None: not covered)."""
-    scores = run_scores(run, items)
+    scores = run_scores(run, study)
     answers = {}
     for item in items:
         scored = [
@@ -160,7 +164,7 @@ def _item_entry(item: ShownItem, votes: np.ndarray, **extra) -> dict:
 
 
 def _model_section(
-    run: Run, items: Sequence[ShownItem], votes: HumanVotes, supplied_negatives: set[int]
+    run: Run, study: Study, items: Sequence[ShownItem], votes: HumanVotes, supplied_negatives: set[int]
 ) -> tuple[dict, list[dict]]:
     """Accuracy of one run on the study's items and its paired test against the human majority
     on the complete items; plus the items where unanimous humans chose the gold and the run
@@ -168,7 +172,7 @@ def _model_section(
     section = {"run": run.pk, "name": str(run.retriever), "retriever": run.retriever.kind, "items": len(items)}
     if run.pk in supplied_negatives:
         return {**section, "comparable": False, "reason": NOT_COMPARABLE_REASON, "accuracy": None}, []
-    answers = model_answers(run, items)
+    answers = model_answers(run, study, items)
     covered = [item for item in items if answers[item.id] is not None]
     correct = np.array([answers[item.id].is_gold for item in covered], dtype=bool)
     paired = [(row, item) for row, item in enumerate(votes.items) if answers[item.id] is not None]
@@ -190,9 +194,7 @@ def _model_section(
         "comparable": True,
         "reason": None,
         "accuracy": agreement.finite_or_none(agreement.share(correct)),
-        "confidence_interval": _interval(
-            agreement.bootstrap_interval(lambda weights: agreement.weighted_mean(correct, weights), len(correct))
-        ),
+        "confidence_interval": _interval(agreement.bootstrap_share_interval(correct)),
         "covered_items": len(covered),
         "coverage": agreement.finite_or_none(len(covered) / len(items)) if items else None,
         "mcnemar": {
@@ -246,7 +248,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     supplied_negatives = negatives_run_ids(study)
     models, model_failures = {}, {}
     for run in model_runs:
-        models[str(run.pk)], failures = _model_section(run, items, votes, supplied_negatives)
+        models[str(run.pk)], failures = _model_section(run, study, items, votes, supplied_negatives)
         if models[str(run.pk)]["comparable"]:
             model_failures[str(run.pk)] = failures
     unanimous_non_gold = [
