@@ -14,7 +14,7 @@ from rest_framework.views import APIView
 
 from annotation.models import Study
 from evaluation.aggregates import AGGREGATES
-from retrieval.api import PlainTextRenderer
+from retrieval.api import PlainTextRenderer, text_download
 
 
 class StudyReportAPI(APIView):
@@ -69,6 +69,4 @@ class StudyQrelsAPI(APIView):
 
         study = get_object_or_404(Study, pk=study_id)
         export = relevance_qrels(study, request.query_params.get("aggregate", "majority"))
-        response = Response("".join(line + "\n" for line in export.lines()))
-        response["Content-Disposition"] = f'inline; filename="study-{study.pk}-{export.aggregate}.qrels"'
-        return response
+        return text_download((line + "\n" for line in export.lines()), f"study-{study.pk}-{export.aggregate}.qrels")

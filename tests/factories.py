@@ -120,6 +120,13 @@ def retrieval_row_counts() -> dict[str, int]:
     return {model.__name__: model.objects.count() for model in tables}
 
 
+def response_text(response) -> str:
+    """A response's body as text, whether streamed (exports) or not."""
+    if response.streaming:
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
+
+
 def call_json_command(name: str, *args) -> dict:
     """Run a management command with --json and return the JSON object on its last stdout line."""
     out = io.StringIO()
