@@ -661,12 +661,13 @@ def make_bulk_proxy_study(
     gold_share: float = 0.8,
     seed: int = 0,
     batch_size: int = 5000,
+    with_judgments: bool = True,
 ) -> Study:
     """A proxy study of `items` items written straight into the tables with bulk_create (no
     per-row queries, so 100K items take seconds): per item a fresh query, `candidates` fresh
     passages with the gold at a seeded position and the negatives from a BM25 run (whose hits
     on them are stored), and `judgments_per_item` imported judgments by as many annotators, each
-    choosing the gold with probability `gold_share`."""
+    choosing the gold with probability `gold_share` (none with `with_judgments=False`)."""
     rng = np.random.default_rng(seed)
     tag = next(_sequence)
     collection = make_collection(f"bulk-{tag}")
@@ -716,6 +717,8 @@ def make_bulk_proxy_study(
             )
     shown = ItemCandidate.objects.bulk_create(shown, batch_size=batch_size)
     Hit.objects.bulk_create(hits, batch_size=batch_size)
+    if not with_judgments:
+        return study
     # Without a password: hashing one costs more than a thousand rows.
     annotators = [
         get_user_model().objects.create(username=f"bulk-{tag}-annotator-{n}") for n in range(judgments_per_item)
