@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
+from celery import signature
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -32,11 +34,16 @@ from evaluation.selectors import (
     run_scores,
     shown_items,
 )
+from jobs.models import Job
+from jobs.progress import Progress, no_progress
+from jobs.services import create_job, dispatch
 from retrieval.errors import InputError
 from retrieval.metrics import get_run
 from retrieval.models import Run
 
 NOT_COMPARABLE_REASON = "supplied the negatives shown to annotators"
+REPORT_JOB_KIND = "report"
+REPORT_TASK = "evaluation.tasks.compute_study_report"
 
 
 def requested_run_ids(values: Iterable[str]) -> list[str]:
@@ -299,16 +306,58 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     }
 
 
+def _runs_key(model_runs: Sequence[Run]) -> str:
+    return ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
+
+
+def stored_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict | None:
+    """The cached report when its inputs are unchanged, else None."""
+    fingerprint = report_fingerprint(study, model_runs)
+    stored = StudyReport.objects.filter(study=study, model_runs_key=_runs_key(model_runs), fingerprint=fingerprint)
+    return stored.values_list("payload", flat=True).first()
+
+
 def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     """The stored report when its inputs are unchanged, else a fresh one (stored for next time)."""
-    key = ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
-    fingerprint = report_fingerprint(study, model_runs)
-    stored = StudyReport.objects.filter(study=study, model_runs_key=key, fingerprint=fingerprint).first()
+    stored = stored_study_report(study, model_runs)
     if stored is not None:
-        return stored.payload
+        return stored
+    fingerprint = report_fingerprint(study, model_runs)
     payload = study_report(study, model_runs)
     with transaction.atomic():
         StudyReport.objects.update_or_create(
-            study=study, model_runs_key=key, defaults={"fingerprint": fingerprint, "payload": payload}
+            study=study, model_runs_key=_runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
         )
     return payload
+
+
+def refresh_study_report(study_id: int, run_ids: Sequence[int], progress: Progress = no_progress) -> dict:
+    """A report job's work: compute and store the report (see study_report_or_job)."""
+    study = Study.objects.get(pk=study_id)
+    progress(0.0, f"computing the report of study {study_id}")
+    cached_study_report(study, list(Run.objects.filter(pk__in=run_ids).order_by("pk")))
+    return {"study": study_id, "model_runs": sorted(run_ids)}
+
+
+def study_report_or_job(study: Study, model_runs: Sequence[Run] = (), user=None) -> tuple[dict | None, Job | None]:
+    """(report, None) when the cached report is fresh or the study is small enough to compute it
+    within a request; otherwise (None, job): a "report" job on the cpu queue computes and caches
+    it (one job per study and runs at a time), so pages and the API stay interactive."""
+    stored = stored_study_report(study, model_runs)
+    if stored is not None:
+        return stored, None
+    if study.items.count() < settings.MARGINALIA_REPORT_JOB_ITEMS:
+        return cached_study_report(study, model_runs), None
+    key = _runs_key(model_runs)
+    with transaction.atomic():
+        job = Job.objects.filter(
+            kind=REPORT_JOB_KIND,
+            status__in=[Job.Status.PENDING, Job.Status.RUNNING],
+            parameters__study=study.pk,
+            parameters__model_runs=key,
+        ).first()
+        if job is None:
+            job = create_job(REPORT_JOB_KIND, "cpu", {"study": study.pk, "model_runs": key}, user=user)
+            # By name: evaluation.tasks imports this module.
+            dispatch(job, signature(REPORT_TASK), study.pk, [run.pk for run in model_runs])
+    return None, job

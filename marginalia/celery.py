@@ -21,5 +21,6 @@ app.conf.task_routes = {
     "retrieval.tasks.run_dense": {"queue": "gpu"},
     "retrieval.tasks.train_retriever": {"queue": "gpu"},
     "jobs.tasks.ping": {"queue": "cpu"},
+    "evaluation.tasks.compute_study_report": {"queue": "cpu"},
 }
 app.autodiscover_tasks()
