@@ -5,10 +5,7 @@ AnnotationForbidden is a PermissionDenied (403) and InputError becomes a 400 in 
 exception handler (retrieval.api); only SubmissionRejected (400 or 409) is mapped here.
 """
 
-import csv
-import io
-import json
-
+from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
@@ -21,15 +18,9 @@ from rest_framework.views import APIView
 from jobs.serializers import JobSerializer
 from retrieval.input_rules import parse_id
 
+from .exports import CHUNKS, JUDGMENT_FORMATS, judgment_export
 from .models import Item, ItemCandidate, Judgment, Study
-from .selectors import (
-    JSON_JUDGMENT_COLUMNS,
-    JUDGMENT_COLUMNS,
-    answer_fields,
-    item_flags,
-    judgment_rows,
-    study_overview,
-)
+from .selectors import answer_fields, item_flags, study_overview
 from .serializers import (
     ItemFlagSerializer,
     ItemReferenceSerializer,
@@ -300,29 +291,24 @@ class StudyItemFlagsView(APIView):
         return Response(item_flags(get_object_or_404(Study, pk=pk)))
 
 
-class CSVRenderer(BaseRenderer):
+class StreamedRenderer(BaseRenderer):
+    """Selects a judgment export format by `?format=`; the view streams the body itself
+    (annotation.exports), so a rendered Response never holds a whole study."""
+
+    charset = "utf-8"
+
+    def render(self, data, accepted_media_type=None, renderer_context=None):
+        return "".join(CHUNKS[self.format](data)).encode(self.charset)
+
+
+class CSVRenderer(StreamedRenderer):
     media_type = "text/csv"
     format = "csv"
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        out = io.StringIO()
-        writer = csv.DictWriter(out, fieldnames=JUDGMENT_COLUMNS, lineterminator="\n")
-        writer.writeheader()
-        for row in data:
-            writer.writerow(
-                {**row, **{key: "" if row[key] is None else json.dumps(row[key]) for key in JSON_JUDGMENT_COLUMNS}}
-            )
-        return out.getvalue().encode(self.charset)
 
 
-class JSONLinesRenderer(BaseRenderer):
+class JSONLinesRenderer(StreamedRenderer):
     media_type = "application/x-ndjson"
     format = "jsonl"
-    charset = "utf-8"
-
-    def render(self, data, accepted_media_type=None, renderer_context=None):
-        return "".join(json.dumps(row, sort_keys=True) + "\n" for row in data).encode(self.charset)
 
 
 class JudgmentExportView(APIView):
@@ -332,7 +318,7 @@ class JudgmentExportView(APIView):
 
     permission_classes = [permissions.IsAdminUser]
     renderer_classes = [JSONRenderer, CSVRenderer, JSONLinesRenderer]
-    FORMATS = ("json", "csv", "jsonl")
+    FORMATS = JUDGMENT_FORMATS
 
     def perform_content_negotiation(self, request, force=False):
         if request.method == "OPTIONS":  # the metadata is a JSON object whatever format is asked
@@ -360,8 +346,10 @@ class JudgmentExportView(APIView):
         study = Study.objects.filter(pk=study_id).first()
         if study is None:
             raise NotFound(f"no study {study_id}")
-        response = Response(judgment_rows(study))
         extension = request.accepted_renderer.format
+        response = StreamingHttpResponse(
+            judgment_export(study, extension), content_type=f"{request.accepted_renderer.media_type}; charset=utf-8"
+        )
         if extension in ("csv", "jsonl"):
             response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-judgments.{extension}"'
         return response

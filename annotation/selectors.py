@@ -219,31 +219,48 @@ def study_overview(study: Study) -> dict:
     }
 
 
+EXPORT_CHUNK = 2000  # rows fetched per round trip by the streaming exports
+
+
 def study_export_rows(study: Study) -> Iterator[dict]:
     """Staff export, one row per item in study order: the query, candidates (passage external
     ids in display order), the gold candidate (proxy items), where each candidate came from
     (its best source), the item's role and its expected answer (gold and qualification items of
-    label kinds), and for pooled relevance items every source that found the pair."""
+    label kinds), and for pooled relevance items every source that found the pair.
+
+    Streams at any study size: items and candidates come as two cursors in the same order and
+    are merged here, so memory holds one chunk and no query lists every item's id (SQLite
+    refuses such a list beyond about a thousand ids: "Expression tree is too large")."""
     all_sources = (study.parameters or {}).get("sources", {})
     items = (
         Item.objects.filter(study=study)
-        .select_related("query")
-        .prefetch_related("candidates__passage")
-        .order_by("position")
+        .order_by("position", "id")
+        .values_list("id", "query__external_id", "role", "expected_label")
+        .iterator(EXPORT_CHUNK)
     )
-    for item in items:
-        candidates = sorted(item.candidates.all(), key=lambda c: c.position)
+    candidates = (
+        ItemCandidate.objects.filter(item__study=study)
+        .order_by("item__position", "item_id", "position")
+        .values_list("item_id", "passage__external_id", "is_gold", "source_run_id", "source_rank")
+        .iterator(EXPORT_CHUNK)
+    )
+    pending = next(candidates, None)
+    for item_id, query, role, expected in items:
+        shown = []
+        while pending is not None and pending[0] == item_id:
+            shown.append(pending)
+            pending = next(candidates, None)
         row = {
-            "item": item.pk,
-            "query": item.query.external_id,
-            "candidates": [c.passage.external_id for c in candidates],
-            "gold": next((c.passage.external_id for c in candidates if c.is_gold), None),
-            "sources": {c.passage.external_id: {"run": c.source_run_id, "rank": c.source_rank} for c in candidates},
-            "role": item.role,
+            "item": item_id,
+            "query": query,
+            "candidates": [passage for _, passage, _, _, _ in shown],
+            "gold": next((passage for _, passage, is_gold, _, _ in shown if is_gold), None),
+            "sources": {passage: {"run": run, "rank": rank} for _, passage, _, run, rank in shown},
+            "role": role,
         }
         if study.kind != Study.Kind.PROXY:
-            row["expected"] = item.expected_label
-            row["all_sources"] = all_sources.get(str(item.pk), [])
+            row["expected"] = expected
+            row["all_sources"] = all_sources.get(str(item_id), [])
         yield row
 
 
@@ -275,20 +292,21 @@ JUDGMENT_COLUMNS = (
 JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections")
 
 
-def judgment_rows(study: Study) -> list[dict]:
+def judgment_rows(study: Study) -> Iterator[dict]:
     """Staff export, one flat row per judgment (voided ones included and flagged): `candidate`
     is the opaque candidate id, `choice` the chosen passage's external id (the same key
     import_judgments reads), `position` its 0-based display position; label kinds fill `label`
     (or `selections`, display positions), `spans`, `rubric` and `rationale`. `correct`: whether
     the answer matches the item's known answer (the gold candidate, or a gold or qualification
     item's expected label), None where there is none. `role` tells hidden gold judgments apart;
-    `unsure` is the annotator's own "I am guessing" mark."""
+    `unsure` is the annotator's own "I am guessing" mark.
+    A generator over one joined cursor: the exports stream it at any study size."""
     judgments = (
         Judgment.objects.filter(item__study=study)
         .select_related("item__query", "annotator", "choice__passage")
         .order_by("item__position", "submitted_at", "pk")
     )
-    return [
+    return (
         {
             "judgment": j.pk,
             "study": study.pk,
@@ -313,8 +331,8 @@ def judgment_rows(study: Study) -> list[dict]:
             "voided": j.voided,
             "void_reason": j.void_reason,
         }
-        for j in judgments
-    ]
+        for j in judgments.iterator(EXPORT_CHUNK)
+    )
 
 
 def _judgment_correct(judgment: Judgment) -> bool | None:

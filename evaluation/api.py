@@ -7,6 +7,7 @@ or more), and they load in the handlers that compute, on first use."""
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -14,7 +15,8 @@ from rest_framework.views import APIView
 
 from annotation.models import Study
 from evaluation.aggregates import AGGREGATES, SOURCES
-from retrieval.api import PlainTextRenderer
+from jobs.serializers import JobSerializer
+from retrieval.api import PlainTextRenderer, text_download
 
 
 class StudyReportAPI(APIView):
@@ -29,8 +31,10 @@ class StudyReportAPI(APIView):
                 description="Run(s) on the study's collection to compare with the humans (repeat or comma-separate).",
             )
         ],
-        responses=OpenApiTypes.OBJECT,
+        responses={200: OpenApiTypes.OBJECT, 202: JobSerializer},
         description=(
+            "A large study (MARGINALIA_REPORT_JOB_ITEMS items or more) without a fresh cached report answers 202 "
+            "with the job computing it; ask again when it has finished. "
             "The report of the study's kind. Proxy: agreement, majority and annotator accuracy, model accuracy "
             "with McNemar tests, random baseline. Relevance and quotability: Krippendorff's alpha, Fleiss and "
             "pairwise Cohen kappa, span and rubric agreement, aggregated labels with ties, annotators (gold "
@@ -39,11 +43,14 @@ class StudyReportAPI(APIView):
         ),
     )
     def get(self, request, study_id):
-        from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
+        from evaluation.services import requested_run_ids, resolve_model_runs, study_report_or_job
 
         study = get_object_or_404(Study, pk=study_id)
         runs = resolve_model_runs(study, requested_run_ids(request.query_params.getlist("model_run")))
-        return Response(cached_study_report(study, runs))
+        report, job = study_report_or_job(study, runs, request.user)
+        if job is not None:
+            return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        return Response(report)
 
 
 class StudyQrelsAPI(APIView):
@@ -80,9 +87,7 @@ class StudyQrelsAPI(APIView):
             source,
             get_judge(judge) if judge or source != "humans" else None,
         )
-        response = Response("".join(line + "\n" for line in export.lines()))
-        response["Content-Disposition"] = f'inline; filename="study-{study.pk}-{export.aggregate}.qrels"'
-        return response
+        return text_download((line + "\n" for line in export.lines()), f"study-{study.pk}-{export.aggregate}.qrels")
 
 
 class RunComparisonAPI(APIView):

@@ -31,10 +31,9 @@ from evaluation.agreement import (
     BOOTSTRAP_SEED,
     CONFIDENCE_LEVEL,
     Interval,
-    bootstrap_interval,
+    bootstrap_share_interval,
     counts_table,
     fleiss_kappa,
-    weighted_mean,
 )
 
 MEASUREMENT_LEVELS = ("nominal", "ordinal", "interval", "ratio")
@@ -544,7 +543,5 @@ def share_with_interval(
     if method == "wilson":
         interval = wilson_interval(positives, values.size, level)
     else:
-        interval = bootstrap_interval(
-            lambda weights: weighted_mean(values, weights), values.size, resamples, seed, level
-        )
+        interval = bootstrap_share_interval(values, resamples, seed, level)
     return ShareEstimate(positives / values.size, positives, values.size, interval, method)

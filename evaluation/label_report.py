@@ -391,7 +391,7 @@ def _correlation_entry(result: stats.RankCorrelation) -> dict:
 def _model_section(data: LabelData, run: Run) -> dict:
     """Spearman's rho and Kendall's tau-b between the run's scores and the mean human grade, over
     the rated units whose (query, passage) the run stored a score for."""
-    scores = run_scores(run, data.items)
+    scores = run_scores(run, data.study)
     rated = [unit for unit in data.units if data.ratings[unit.key]]
     scored = [unit for unit in rated if (unit.item.query_id, unit.candidate.passage_id) in scores]
     section = {

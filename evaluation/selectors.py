@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.db.models import Count, Max, Q, Sum
@@ -103,14 +103,16 @@ def negatives_run_ids(study: Study) -> set[int]:
     return sources
 
 
-def run_scores(run: Run, items: Sequence[ShownItem]) -> dict[tuple[int, int], tuple[float, int]]:
-    """(query id, passage id) -> (score, rank) for the run's stored hits on the shown candidates."""
-    query_ids = {item.query_id for item in items}
-    passage_ids = {candidate.passage_id for item in items for candidate in item.candidates}
-    rows = Hit.objects.filter(run=run, query_id__in=query_ids, passage_id__in=passage_ids).values_list(
-        "query_id", "passage_id", "score", "rank"
-    )
-    return {(query_id, passage_id): (score, rank) for query_id, passage_id, score, rank in rows}
+def run_scores(run: Run, study: Study) -> dict[tuple[int, int], tuple[float, int]]:
+    """(query id, passage id) -> (score, rank) for the run's stored hits on the study's queries
+    and shown passages. Subqueries, not lists of ids: the SQL stays the same size at any study
+    size (SQLite refuses an IN list of a few thousand ids as an expression tree too deep)."""
+    rows = Hit.objects.filter(
+        run=run,
+        query_id__in=Item.objects.filter(study=study).values("query_id"),
+        passage_id__in=ItemCandidate.objects.filter(item__study=study).values("passage_id"),
+    ).values_list("query_id", "passage_id", "score", "rank")
+    return {(query_id, passage_id): (score, rank) for query_id, passage_id, score, rank in rows.iterator(10000)}
 
 
 @dataclass(frozen=True)

@@ -11,8 +11,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
+from celery import signature
+from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -32,11 +35,16 @@ from evaluation.selectors import (
     run_scores,
     shown_items,
 )
+from jobs.models import Job
+from jobs.progress import Progress, no_progress
+from jobs.services import create_job, dispatch
 from retrieval.errors import InputError
 from retrieval.metrics import get_run, require_done
 from retrieval.models import Run
 
 NOT_COMPARABLE_REASON = "supplied the negatives shown to annotators"
+REPORT_JOB_KIND = "report"
+REPORT_TASK = "evaluation.tasks.compute_study_report"
 
 
 def requested_run_ids(values: Iterable[str]) -> list[str]:
@@ -84,19 +92,20 @@ class HumanVotes:
     counts: np.ndarray
     gold: np.ndarray
 
-    @property
+    # Computed once per report: each is read per item in loops over all items.
+    @cached_property
     def majority_correct(self) -> np.ndarray:
         return agreement.majority_correct_flags(self.counts, self.gold)
 
-    @property
+    @cached_property
     def gold_votes(self) -> np.ndarray:
         return self.counts[np.arange(len(self.counts)), self.gold]
 
-    @property
+    @cached_property
     def unanimous_gold(self) -> np.ndarray:
         return self.gold_votes == self.counts.sum(axis=1)
 
-    @property
+    @cached_property
     def unanimous_non_gold(self) -> np.ndarray:
         return agreement.all_agree_flags(self.counts) & (self.gold_votes == 0)
 
@@ -120,22 +129,24 @@ def _agreement_section(votes: HumanVotes) -> dict:
     section = {name: agreement.finite_or_none(agreement.share(flags)) for name, flags in per_item.items()}
     section["fleiss_kappa"] = agreement.finite_or_none(agreement.fleiss_kappa(counts))
     section["randolph_kappa"] = agreement.finite_or_none(agreement.randolph_kappa(counts))
+    types = agreement.item_types(counts, votes.majority_correct)
+    shown = counts[types.representatives]
     statistics = {
-        name: (lambda weights, flags=flags: agreement.weighted_mean(flags, weights)) for name, flags in per_item.items()
+        name: (lambda weights, flags=flags[types.representatives]: agreement.weighted_mean(flags, weights))
+        for name, flags in per_item.items()
     }
     for chance in ("fleiss", "randolph"):
-        statistics[f"{chance}_kappa"] = lambda weights, chance=chance: agreement.weighted_kappa(counts, weights, chance)
-    section["confidence_intervals"] = {
-        name: _interval(agreement.bootstrap_interval(statistic, len(counts))) for name, statistic in statistics.items()
-    }
+        statistics[f"{chance}_kappa"] = lambda weights, chance=chance: agreement.weighted_kappa(shown, weights, chance)
+    intervals = agreement.bootstrap_intervals(statistics, types.multiplicities)
+    section["confidence_intervals"] = {name: _interval(interval) for name, interval in intervals.items()}
     return section
 
 
-def model_answers(run: Run, items: Sequence[ShownItem]) -> dict[int, ShownCandidate | None]:
+def model_answers(run: Run, study: Study, items: Sequence[ShownItem]) -> dict[int, ShownCandidate | None]:
     """item id -> the run's answer: its highest-scoring shown candidate, ties going to the one
     the run ranked higher. Shown candidates the run did not store rank below all stored ones,
     so an item none of whose candidates were stored has no answer (None: not covered)."""
-    scores = run_scores(run, items)
+    scores = run_scores(run, study)
     answers = {}
     for item in items:
         scored = [
@@ -177,7 +188,7 @@ def _item_entry(item: ShownItem, votes: np.ndarray, **extra) -> dict:
 
 
 def _model_section(
-    run: Run, items: Sequence[ShownItem], votes: HumanVotes, supplied_negatives: set[int]
+    run: Run, study: Study, items: Sequence[ShownItem], votes: HumanVotes, supplied_negatives: set[int]
 ) -> tuple[dict, list[dict]]:
     """Accuracy of one run on the study's items and its paired test against the human majority
     on the complete items; plus the items where unanimous humans chose the gold and the run
@@ -185,7 +196,7 @@ def _model_section(
     section = {"run": run.pk, "name": str(run.retriever), "retriever": run.retriever.kind, "items": len(items)}
     if run.pk in supplied_negatives:
         return {**section, "comparable": False, "reason": NOT_COMPARABLE_REASON, "accuracy": None}, []
-    answers = model_answers(run, items)
+    answers = model_answers(run, study, items)
     covered = [item for item in items if answers[item.id] is not None]
     correct = np.array([answers[item.id].is_gold for item in covered], dtype=bool)
     paired = [(row, item) for row, item in enumerate(votes.items) if answers[item.id] is not None]
@@ -207,9 +218,7 @@ def _model_section(
         "comparable": True,
         "reason": None,
         "accuracy": agreement.finite_or_none(agreement.share(correct)),
-        "confidence_interval": _interval(
-            agreement.bootstrap_interval(lambda weights: agreement.weighted_mean(correct, weights), len(correct))
-        ),
+        "confidence_interval": _interval(agreement.bootstrap_share_interval(correct)),
         "covered_items": len(covered),
         "coverage": agreement.finite_or_none(len(covered) / len(items)) if items else None,
         **candidate_coverage(run, items),
@@ -264,7 +273,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     supplied_negatives = negatives_run_ids(study)
     models, model_failures = {}, {}
     for run in model_runs:
-        models[str(run.pk)], failures = _model_section(run, items, votes, supplied_negatives)
+        models[str(run.pk)], failures = _model_section(run, study, items, votes, supplied_negatives)
         if models[str(run.pk)]["comparable"]:
             model_failures[str(run.pk)] = failures
     unanimous_non_gold = [
@@ -316,16 +325,58 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     }
 
 
+def _runs_key(model_runs: Sequence[Run]) -> str:
+    return ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
+
+
+def stored_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict | None:
+    """The cached report when its inputs are unchanged, else None."""
+    fingerprint = report_fingerprint(study, model_runs)
+    stored = StudyReport.objects.filter(study=study, model_runs_key=_runs_key(model_runs), fingerprint=fingerprint)
+    return stored.values_list("payload", flat=True).first()
+
+
 def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     """The stored report when its inputs are unchanged, else a fresh one (stored for next time)."""
-    key = ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
-    fingerprint = report_fingerprint(study, model_runs)
-    stored = StudyReport.objects.filter(study=study, model_runs_key=key, fingerprint=fingerprint).first()
+    stored = stored_study_report(study, model_runs)
     if stored is not None:
-        return stored.payload
+        return stored
+    fingerprint = report_fingerprint(study, model_runs)
     payload = study_report(study, model_runs)
     with transaction.atomic():
         StudyReport.objects.update_or_create(
-            study=study, model_runs_key=key, defaults={"fingerprint": fingerprint, "payload": payload}
+            study=study, model_runs_key=_runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
         )
     return payload
+
+
+def refresh_study_report(study_id: int, run_ids: Sequence[int], progress: Progress = no_progress) -> dict:
+    """A report job's work: compute and store the report (see study_report_or_job)."""
+    study = Study.objects.get(pk=study_id)
+    progress(0.0, f"computing the report of study {study_id}")
+    cached_study_report(study, list(Run.objects.filter(pk__in=run_ids).order_by("pk")))
+    return {"study": study_id, "model_runs": sorted(run_ids)}
+
+
+def study_report_or_job(study: Study, model_runs: Sequence[Run] = (), user=None) -> tuple[dict | None, Job | None]:
+    """(report, None) when the cached report is fresh or the study is small enough to compute it
+    within a request; otherwise (None, job): a "report" job on the cpu queue computes and caches
+    it (one job per study and runs at a time), so pages and the API stay interactive."""
+    stored = stored_study_report(study, model_runs)
+    if stored is not None:
+        return stored, None
+    if study.items.count() < settings.MARGINALIA_REPORT_JOB_ITEMS:
+        return cached_study_report(study, model_runs), None
+    key = _runs_key(model_runs)
+    with transaction.atomic():
+        job = Job.objects.filter(
+            kind=REPORT_JOB_KIND,
+            status__in=[Job.Status.PENDING, Job.Status.RUNNING],
+            parameters__study=study.pk,
+            parameters__model_runs=key,
+        ).first()
+        if job is None:
+            job = create_job(REPORT_JOB_KIND, "cpu", {"study": study.pk, "model_runs": key}, user=user)
+            # By name: evaluation.tasks imports this module.
+            dispatch(job, signature(REPORT_TASK), study.pk, [run.pk for run in model_runs])
+    return None, job

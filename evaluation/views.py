@@ -18,7 +18,7 @@ class StudyReportPage(View):
     """The report of the study's kind: proxy studies and label studies have their own template."""
 
     def get(self, request, study_id):
-        from evaluation.services import cached_study_report, requested_run_ids, resolve_model_runs
+        from evaluation.services import requested_run_ids, resolve_model_runs, study_report_or_job
 
         study = get_object_or_404(Study, pk=study_id)
         proxy = study.kind == Study.Kind.PROXY
@@ -30,9 +30,11 @@ class StudyReportPage(View):
             "selected_runs": selected,
         }
         try:
-            report = cached_study_report(study, resolve_model_runs(study, selected))
+            report, job = study_report_or_job(study, resolve_model_runs(study, selected), request.user)
         except InputError as exc:
             return render(request, template, {**context, "error": str(exc)}, status=400)
+        if job is not None:
+            return render(request, template, {**context, "computing": job})
         context["report"] = report
         context.update(proxy_context(report) if proxy else label_context(report))
         return render(request, template, context)

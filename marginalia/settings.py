@@ -171,6 +171,8 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 
 # Where models, embedding caches and other artifacts live; shared between web and workers.
 MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var"))
+# Studies with at least this many items get their report from a worker job, not the request.
+MARGINALIA_REPORT_JOB_ITEMS = int(os.environ.get("MARGINALIA_REPORT_JOB_ITEMS", "20000"))
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
 # A running job with no progress report for this long is failed: its worker is gone.
 MARGINALIA_STALE_JOB_MINUTES = float(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))

@@ -7,6 +7,7 @@ import io
 import itertools
 import json
 
+import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
 from rest_framework.test import APIClient
@@ -117,6 +118,13 @@ def retrieval_row_counts() -> dict[str, int]:
     failed import wrote nothing."""
     tables = (Collection, Document, Sentence, Passage, Query, Qrel, PoolEntry)
     return {model.__name__: model.objects.count() for model in tables}
+
+
+def response_text(response) -> str:
+    """A response's body as text, whether streamed (exports) or not."""
+    if response.streaming:
+        return b"".join(response.streaming_content).decode()
+    return response.content.decode()
 
 
 def call_json_command(name: str, *args) -> dict:
@@ -640,3 +648,95 @@ def submit_url(study) -> str:
 def gold_position(item_id: int) -> int:
     """The display position of a proxy item's gold candidate (what a perfect annotator picks)."""
     return ItemCandidate.objects.get(item_id=item_id, is_gold=True).position
+
+
+# --- studies at scale (growth guards, export tests, benchmarks/paper_scale.py) -----------------
+
+
+def make_bulk_proxy_study(
+    items: int,
+    *,
+    candidates: int = 3,
+    judgments_per_item: int = 3,
+    gold_share: float = 0.8,
+    seed: int = 0,
+    batch_size: int = 5000,
+    with_judgments: bool = True,
+) -> Study:
+    """A proxy study of `items` items written straight into the tables with bulk_create (no
+    per-row queries, so 100K items take seconds): per item a fresh query, `candidates` fresh
+    passages with the gold at a seeded position and the negatives from a BM25 run (whose hits
+    on them are stored), and `judgments_per_item` imported judgments by as many annotators, each
+    choosing the gold with probability `gold_share` (none with `with_judgments=False`)."""
+    rng = np.random.default_rng(seed)
+    tag = next(_sequence)
+    collection = make_collection(f"bulk-{tag}")
+    run = make_run(collection, name=f"bulk-bm25-{tag}")
+    study = Study.objects.create(
+        name=f"bulk-study-{tag}",
+        kind=Study.Kind.PROXY,
+        collection=collection,
+        negatives_run=run,
+        candidates_per_item=candidates,
+        judgments_per_item=judgments_per_item,
+    )
+    queries = Query.objects.bulk_create(
+        [Query(collection=collection, external_id=f"q{i}", text=f"query {i}", ordinal=i) for i in range(items)],
+        batch_size=batch_size,
+    )
+    passages = Passage.objects.bulk_create(
+        [
+            Passage(collection=collection, external_id=f"p{i}", text=f"passage {i}", ordinal=i)
+            for i in range(items * candidates)
+        ],
+        batch_size=batch_size,
+    )
+    study_items = Item.objects.bulk_create(
+        [Item(study_id=study.pk, query_id=query.pk, position=position) for position, query in enumerate(queries)],
+        batch_size=batch_size,
+    )
+    gold = rng.integers(0, candidates, size=items).tolist()
+    shown, hits = [], []
+    for row, item in enumerate(study_items):
+        rank = itertools.count(1)
+        for position in range(candidates):
+            passage_id = passages[row * candidates + position].pk
+            is_gold = position == gold[row]
+            shown.append(
+                ItemCandidate(
+                    item_id=item.pk,
+                    passage_id=passage_id,
+                    position=position,
+                    is_gold=is_gold,
+                    source_run_id=None if is_gold else run.pk,
+                    source_rank=None if is_gold else next(rank),
+                )
+            )
+            hits.append(
+                Hit(run_id=run.pk, query_id=item.query_id, passage_id=passage_id, rank=position + 1, score=-position)
+            )
+    shown = ItemCandidate.objects.bulk_create(shown, batch_size=batch_size)
+    Hit.objects.bulk_create(hits, batch_size=batch_size)
+    if not with_judgments:
+        return study
+    # Without a password: hashing one costs more than a thousand rows.
+    annotators = [
+        get_user_model().objects.create(username=f"bulk-{tag}-annotator-{n}") for n in range(judgments_per_item)
+    ]
+    chose_gold = rng.random((items, judgments_per_item)) < gold_share
+    other = rng.integers(1, candidates, size=(items, judgments_per_item))
+    judgments = [
+        Judgment(
+            item_id=item.pk,
+            annotator_id=annotator.pk,
+            choice_id=shown[
+                row * candidates + (gold[row] if chose_gold[row, n] else (gold[row] + other[row, n]) % candidates)
+            ].pk,
+            source=Judgment.Source.IMPORT,
+            seconds=10.0,
+        )
+        for row, item in enumerate(study_items)
+        for n, annotator in enumerate(annotators)
+    ]
+    Judgment.objects.bulk_create(judgments, batch_size=batch_size)
+    return study

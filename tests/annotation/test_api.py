@@ -18,6 +18,7 @@ from tests.factories import (
     make_relic_proxy_study,
     make_user,
     next_url,
+    response_text,
     submit_url,
 )
 
@@ -266,8 +267,8 @@ def export(study, fmt=None):
 
 def test_judgments_export_in_json_csv_and_jsonl(study_with_judgment):
     study, judgment = study_with_judgment
-    rows = export(study).json()
-    assert rows == export(study, "json").json()
+    rows = json.loads(response_text(export(study)))
+    assert rows == json.loads(response_text(export(study, "json")))
     assert len(rows) == 1
     row = rows[0]
     assert row["judgment"] == judgment.pk and row["study"] == study.pk and row["item"] == judgment.item_id
@@ -278,11 +279,11 @@ def test_judgments_export_in_json_csv_and_jsonl(study_with_judgment):
 
     as_csv = export(study, "csv")
     assert as_csv["Content-Type"].startswith("text/csv")
-    parsed = list(csv.DictReader(io.StringIO(as_csv.content.decode())))
+    parsed = list(csv.DictReader(io.StringIO(response_text(as_csv))))
     assert parsed[0]["judgment"] == str(judgment.pk) and parsed[0]["choice"] == row["choice"]
 
     as_jsonl = export(study, "jsonl")
-    assert [json.loads(line) for line in as_jsonl.content.decode().splitlines()] == rows
+    assert [json.loads(line) for line in response_text(as_jsonl).splitlines()] == rows
 
 
 def test_judgments_export_refuses_unknown_formats_and_missing_studies(study_with_judgment):
@@ -302,7 +303,7 @@ def test_staff_void_a_judgment_with_a_reason(study_with_judgment):
     response = client.post(f"/api/judgments/{judgment.pk}/void/", {"reason": "spam"}, format="json")
     assert response.status_code == 200 and response.json()["voided"] is True
     assert response.json()["voided_by"] == staff.username
-    row = export(study).json()[0]
+    row = json.loads(response_text(export(study)))[0]
     assert row["voided"] is True and row["void_reason"] == "spam"
 
 

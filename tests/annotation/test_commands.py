@@ -142,7 +142,7 @@ def test_import_round_trip_from_export_study(tmp_path):
     path = write_jsonl(tmp_path / "judgments.jsonl", simulated_judgments(rows, answers))
     assert call_json_command("import_judgments", study.pk, path) == {"imported": 12, "rejected": 0}
 
-    exported = judgment_rows(study)
+    exported = list(judgment_rows(study))
     assert len(exported) == 12
     by_key = {(r["item"], r["annotator"]): r for r in exported}
     for row in rows:
@@ -164,10 +164,10 @@ def test_reimporting_the_judgments_export_changes_nothing(tmp_path):
     for annotator in (make_annotator("web_a"), make_annotator("web_b")):
         while (assignment := claim_next_item(study, annotator)) is not None:
             submit_judgment(annotator=annotator, item=assignment.item, position=1, seconds=8)
-    exported = judgment_rows(study)
+    exported = list(judgment_rows(study))
     path = write_jsonl(tmp_path / "export.jsonl", exported)
     assert call_json_command("import_judgments", study.pk, path) == {"imported": 0, "rejected": 4}
-    assert judgment_rows(study) == exported
+    assert list(judgment_rows(study)) == exported
 
 
 def test_imported_seconds_are_kept(tmp_path):

@@ -25,6 +25,7 @@ from tests.factories import (
     make_relic_collection,
     make_scored_run,
     make_user,
+    response_text,
     write_jsonl,
 )
 
@@ -269,7 +270,7 @@ def test_labels_import_and_come_back_in_the_judgments_export(tmp_path):
         "imported": len(rows),
         "rejected": 0,
     }
-    exported = judgment_rows(study)
+    exported = list(judgment_rows(study))
     first = next(row for row in exported if row["annotator"] == "ann1")
     assert (first["label"], first["rubric"], first["rationale"]) == (
         2,
@@ -460,7 +461,7 @@ def test_the_csv_export_writes_label_parts_as_json():
         format="json",
     )
     response = staff_client().get(f"/api/judgments/?study={study.pk}&format=csv")
-    (row,) = list(csv.DictReader(io.StringIO(response.content.decode())))
+    (row,) = list(csv.DictReader(io.StringIO(response_text(response))))
     assert json.loads(row["spans"]) == [{"target": "passage", "start": 1, "end": 3}]
     assert json.loads(row["rubric"]) == {"specificity": 1, "quality": 2}
     assert (row["label"], row["selections"], row["role"]) == ("2", "[]", "work")

@@ -153,35 +153,54 @@ def test_mcnemar_without_discordant_pairs_is_one():
     assert agreement.mcnemar_exact([True, False], [True, False]).p_value == 1.0
 
 
-def test_bootstrap_weights_draw_every_resample_with_replacement():
-    weights = agreement.bootstrap_weights(items=50, resamples=300, seed=1)
-    assert weights.shape == (300, 50)
+def test_bootstrap_weights_draw_n_items_per_resample_spread_over_the_types():
+    weights = agreement.bootstrap_weights(np.array([30, 15, 5]), resamples=4000, seed=1)
+    assert weights.shape == (4000, 3)
     assert (weights.sum(axis=1) == 50).all()
-    assert (weights == 0).any()
+    # Drawing 50 items with replacement puts Binomial(50, share) of them in each type.
+    shares = np.array([30, 15, 5]) / 50
+    assert np.allclose(weights.mean(axis=0), 50 * shares, rtol=0.02)
+    assert np.allclose(weights.var(axis=0), 50 * shares * (1 - shares), rtol=0.1)
+
+
+def test_items_with_the_same_values_are_one_type():
+    table = np.array([[3, 0, 0], [2, 1, 0], [3, 0, 0], [0, 0, 3]])
+    types = agreement.item_types(table, np.array([True, False, True, False]))
+    assert types.representatives.tolist() == [0, 1, 3]
+    assert types.multiplicities.tolist() == [2, 1, 1]
 
 
 def test_bootstrap_interval_is_seeded_and_contains_the_point_estimate():
     choices = np.random.default_rng(5).integers(0, 4, size=(120, 3))
     table = agreement.counts_table(choices, 4)
     kappa = agreement.fleiss_kappa(table)
+    types = agreement.item_types(table)
 
     def statistic(weights):
-        return agreement.weighted_kappa(table, weights, "fleiss")
+        return agreement.weighted_kappa(table[types.representatives], weights, "fleiss")
 
-    first = agreement.bootstrap_interval(statistic, len(table), seed=11)
-    again = agreement.bootstrap_interval(statistic, len(table), seed=11)
-    other = agreement.bootstrap_interval(statistic, len(table), seed=12)
+    first = agreement.bootstrap_interval(statistic, types.multiplicities, seed=11)
+    again = agreement.bootstrap_interval(statistic, types.multiplicities, seed=11)
+    other = agreement.bootstrap_interval(statistic, types.multiplicities, seed=12)
     assert first == again
     assert first != other
     assert first.low < kappa < first.high
 
 
-def test_bootstrap_of_a_share_matches_a_loop_over_resampled_items():
-    flags = np.random.default_rng(9).random(40) < 0.7
-    weights = agreement.bootstrap_weights(len(flags), resamples=200, seed=4)
-    vectorised = agreement.weighted_mean(flags, weights)
-    looped = [flags[np.repeat(np.arange(len(flags)), row.astype(int))].mean() for row in weights]
-    assert np.allclose(vectorised, looped)
+def test_resampling_types_gives_the_interval_of_resampling_items_one_by_one():
+    choices = np.random.default_rng(7).integers(0, 3, size=(300, 3))
+    table = agreement.counts_table(choices, 3)
+    types = agreement.item_types(table)
+    grouped = agreement.bootstrap_interval(
+        lambda weights: agreement.weighted_kappa(table[types.representatives], weights, "fleiss"),
+        types.multiplicities,
+        resamples=4000,
+    )
+    drawn = np.random.default_rng(3).integers(0, len(table), size=(4000, len(table)))
+    by_item = [agreement.fleiss_kappa(table[row]) for row in drawn]
+    low, high = np.percentile(by_item, [2.5, 97.5])
+    assert grouped.low == pytest.approx(low, abs=0.01)
+    assert grouped.high == pytest.approx(high, abs=0.01)
 
 
 def test_annotator_accuracy_counts_each_annotators_judgments():

@@ -558,8 +558,12 @@ def test_quotable_share_with_a_seeded_percentile_bootstrap_interval():
     rng = np.random.default_rng(19)
     flags = rng.random(60) < 0.8
     estimate = share_with_interval(flags.tolist(), method="bootstrap", resamples=500, seed=3)
-    drawn = np.random.default_rng(3).integers(0, 60, size=(500, 60))
-    expected_low, expected_high = np.percentile(flags[drawn].mean(axis=1), [2.5, 97.5])
+    # Items are of two types (quotable or not); a resample draws 60 of them: Multinomial(60, shares).
+    first_type = flags[0]
+    shares = np.array([np.mean(flags == first_type), np.mean(flags != first_type)])
+    drawn = np.random.default_rng(3).multinomial(60, shares, size=500)
+    positives = drawn[:, 0] if first_type else drawn[:, 1]
+    expected_low, expected_high = np.percentile(positives / 60, [2.5, 97.5])
     assert (estimate.interval.low, estimate.interval.high) == pytest.approx((expected_low, expected_high), abs=1e-12)
     assert estimate.interval.low <= estimate.share <= estimate.interval.high
     assert share_with_interval(flags.tolist(), method="bootstrap", resamples=500, seed=3) == estimate

@@ -34,6 +34,7 @@ from tests.factories import (
     make_text_passages,
     make_text_query,
     make_user,
+    response_text,
 )
 
 PASSAGES = [
@@ -212,8 +213,8 @@ class TestAPI:
         response = client.get(self.url(study, "?aggregate=mean"))
         assert response.status_code == 200
         assert response["Content-Type"].startswith("text/plain")
-        assert response.content.decode().splitlines() == MEAN
-        assert client.get(self.url(study), HTTP_ACCEPT="text/plain").content.decode().splitlines() == MAJORITY
+        assert response_text(response).splitlines() == MEAN
+        assert response_text(client.get(self.url(study), HTTP_ACCEPT="text/plain")).splitlines() == MAJORITY
 
     def test_annotators_are_forbidden(self, client, study):
         client.force_login(make_user())

@@ -79,7 +79,7 @@ def test_random_baseline_for_three_options_and_three_judgments(hand_worked):
 
 
 def test_model_answer_is_its_best_scoring_shown_candidate(hand_worked):
-    answers = services.model_answers(hand_worked.dense, shown_items(hand_worked.study))
+    answers = services.model_answers(hand_worked.dense, hand_worked.study, shown_items(hand_worked.study))
     positions = [answers[item.pk].position if answers[item.pk] else None for item in hand_worked.items]
     # item 2: only the gold was stored; item 3: nothing shown was stored; item 4: a score tie
     # goes to the candidate the run ranked first.
