@@ -6,40 +6,31 @@ when the job ends, whatever the outcome; an importer writes in one transaction, 
 upload leaves nothing behind. Errors are one line naming the file as uploaded (inside an archive:
 `beir.zip/corpus.jsonl:3: field '_id': ...`).
 
-The kinds are a registry: a new kind is one `register(UploadKind(...))` call whose `run` takes
-(the file or unpacked folder, the options, progress) and returns the importer's summary. E.g. a
-TREC run into a collection, once retrieval has `import_trec_run`:
-
-    register(UploadKind(
-        "trec_run", "TREC run", (".txt", ".trec", ".run"), options=("collection", "name"),
-        required=("collection",),
-        run=lambda path, options, progress: import_trec_run(
-            collection_of(options), path, name=options.get("name") or path.stem, progress=progress),
-    ))
+The kinds are a registry: a new kind is one `register(UploadKind(...))` call naming its importer
+by dotted path (console/upload_importers.py): a function of (the file or unpacked folder, the
+options, progress) returning the importer's summary. The path is resolved in the worker, so the
+web process that lists and checks uploads never loads the importers (spaCy, torch) at start-up.
 """
 
 from __future__ import annotations
 
 import shutil
 import uuid
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
 from celery import signature
 from django.conf import settings
 from django.db import transaction
+from django.utils.module_loading import import_string
 from django.utils.text import get_valid_filename
 
 from annotation.models import Study
-from annotation.services import import_judgments
 from jobs.models import Job
 from jobs.progress import Progress
 from jobs.services import create_job, dispatch, execute
 from retrieval.errors import InputError
 from retrieval.models import Collection
-from retrieval.services.importers import import_beir, import_book, import_relic
-from retrieval.services.qrels_import import import_qrels
 
 from . import archives
 
@@ -62,7 +53,7 @@ class UploadKind:
     name: str
     label: str
     suffixes: tuple[str, ...]  # accepted file name endings, lower case
-    run: Callable[[Path, dict, Progress], dict]
+    importer: str  # dotted path of `importer(path, options, progress) -> summary`
     options: tuple[str, ...] = ()
     required: tuple[str, ...] = ()
     help: str = ""
@@ -80,41 +71,12 @@ def register(kind: UploadKind) -> UploadKind:
     return kind
 
 
-def collection_of(options: dict) -> Collection:
-    return Collection.objects.get(pk=options["collection"])
-
-
-def study_of(options: dict) -> Study:
-    return Study.objects.get(pk=options["study"])
-
-
-def _beir_root(folder: Path) -> Path:
-    """The unpacked folder holding corpus.jsonl: the archive's top, or its one top-level folder."""
-    if (folder / "corpus.jsonl").is_file():
-        return folder
-    inner = [path for path in folder.iterdir() if path.is_dir() and path.name != "__MACOSX"]
-    if len(inner) == 1 and (inner[0] / "corpus.jsonl").is_file():
-        return inner[0]
-    raise InputError("no corpus.jsonl at the archive's top or in its one folder", file=str(folder))
-
-
-def _judgments(path: Path, options: dict, progress: Progress) -> dict:
-    progress(0.0, "reading judgments")
-    return import_judgments(study_of(options), path).summary()
-
-
 register(
     UploadKind(
         "book",
         "Book (.txt)",
         (".txt",),
-        run=lambda path, options, progress: import_book(
-            path,
-            title=options["title"],
-            author=options.get("author", ""),
-            collection_name=options.get("name") or None,
-            progress=progress,
-        ),
+        importer="console.upload_importers.import_book_upload",
         options=("title", "author", "name"),
         required=("title",),
         help="Plain UTF-8 text; Gutenberg headers are stripped. A new collection (default name: the title).",
@@ -125,9 +87,7 @@ register(
         "relic",
         "RELiC JSON",
         (".json",),
-        run=lambda path, options, progress: import_relic(
-            path, collection_name=options.get("name") or None, split=options.get("split") or "test", progress=progress
-        ),
+        importer="console.upload_importers.import_relic_upload",
         options=("name", "split"),
         help="Books with their quotes and candidate windows; a new collection (default name: the file's).",
     )
@@ -137,9 +97,7 @@ register(
         "beir",
         "BEIR folder (.zip / .tar.gz)",
         archives.ARCHIVE_SUFFIXES,
-        run=lambda path, options, progress: import_beir(
-            _beir_root(path), collection_name=options["name"], progress=progress
-        ),
+        importer="console.upload_importers.import_beir_upload",
         options=("name",),
         help="corpus.jsonl, queries.jsonl, qrels.tsv (or qrels/test.tsv), optional pools.jsonl; a new collection.",
     )
@@ -149,7 +107,7 @@ register(
         "qrels",
         "Qrels",
         (".txt", ".tsv", ".qrels"),
-        run=lambda path, options, progress: import_qrels(collection_of(options), path, progress=progress),
+        importer="console.upload_importers.import_qrels_upload",
         options=("collection",),
         required=("collection",),
         help="TREC 'qid 0 docid relevance' lines or BEIR's qrels.tsv, into a collection without runs.",
@@ -160,10 +118,21 @@ register(
         "judgments",
         "Judgments (JSONL)",
         (".jsonl",),
-        run=_judgments,
+        importer="console.upload_importers.import_judgments_upload",
         options=("study",),
         required=("study",),
         help="One answer per line, as import_judgments reads them, into a study.",
+    )
+)
+register(
+    UploadKind(
+        "trec_run",
+        "TREC run",
+        (".txt", ".trec", ".run"),
+        importer="console.upload_importers.import_trec_run_upload",
+        options=("collection", "name"),
+        required=("collection",),
+        help="qid Q0 docid rank score tag lines from any system: a named run of a collection (default: the file name).",
     )
 )
 
@@ -251,7 +220,7 @@ def run_upload(job_id: int) -> dict:
             progress(0.0, "unpacking")
             path = archives.extract(path, folder / "unpacked", label=label)
         try:
-            summary = kind.run(path, parameters["options"], progress)
+            summary = import_string(kind.importer)(path, parameters["options"], progress)
         except InputError as error:
             error.file = _as_uploaded(error.file, folder, label)
             raise

@@ -158,12 +158,12 @@ def model_answers(run: Run, study: Study, items: Sequence[ShownItem]) -> dict[in
     return answers
 
 
-def candidate_coverage(run: Run, items: Sequence[ShownItem]) -> dict:
+def candidate_coverage(run: Run, study: Study, items: Sequence[ShownItem]) -> dict:
     """How many of the shown candidates the run scored (an imported run may not have ranked them
     all): `shown_candidates`, `scored_candidates`, `candidate_coverage` (their share) and
     `fully_scored_items`. An unscored candidate ranks below every scored one in the model's
     answer, so a coverage below 1 is reported, never silent."""
-    scores = run_scores(run, items)
+    scores = run_scores(run, study)
     scored = [sum((item.query_id, candidate.passage_id) in scores for candidate in item.candidates) for item in items]
     shown = sum(len(item.candidates) for item in items)
     return {
@@ -221,7 +221,7 @@ def _model_section(
         "confidence_interval": _interval(agreement.bootstrap_share_interval(correct)),
         "covered_items": len(covered),
         "coverage": agreement.finite_or_none(len(covered) / len(items)) if items else None,
-        **candidate_coverage(run, items),
+        **candidate_coverage(run, study, items),
         "mcnemar": {
             "paired_items": len(paired),
             "model_only_correct": test.first_only,

@@ -82,13 +82,18 @@ def _publish(jobs: Sequence[Job]) -> None:
     member's result in the result backend, which the Job rows make useless, and which would keep
     the web process waiting on a backend it never reads.) If the broker refuses, the jobs are
     failed and announced, and the caller gets BrokerUnavailable."""
+    if any(job.task not in current_app.tasks for job in jobs):
+        # A web process has not imported every app's tasks module (they are named, not imported,
+        # by the services that queue them): load them the way a worker does, once.
+        current_app.loader.import_default_modules()
     try:
         with current_app.producer_or_acquire() as producer:
             for job in jobs:
                 # By name: a process that never imported the task's module (retry_job) sends it too.
+                # Results are ignored: the Job row is the result, so nothing waits on the backend.
                 current_app.signature(
                     job.task, args=[job.pk, *job.arguments], queue=job.queue, task_id=job.celery_id
-                ).apply_async(producer=producer)
+                ).apply_async(producer=producer, ignore_result=True)
     except Exception as exc:  # the broker went away between the check and the commit
         message = f"the task queue at {broker_address()} refused the job ({type(exc).__name__}: {exc})"
         for job in jobs:

@@ -12,7 +12,7 @@ from jobs.services import execute
 from .models import Collection, Run
 from .services.external_runs import imported_run_summary
 from .services.runs import complete_sharded_run, execute_shard
-from .services.trec_files import import_trec_run
+from .services.trec_files import IMPORT_RUN_TASK, import_trec_run
 
 
 def _execute_shard_job(job_id: int, run_id: int, pieces: list) -> dict:
@@ -41,7 +41,7 @@ def train_retriever(
     return run_training_job(job_id, collection_id, params, pairs, validation_pairs)
 
 
-@shared_task(name="retrieval.tasks.import_run")
+@shared_task(name=IMPORT_RUN_TASK)
 def import_run(job_id: int, collection_id: int, path: str, name: str, filename: str) -> dict:
     """Import an uploaded TREC run file (checked when it was uploaded); the upload is removed
     whatever happens."""

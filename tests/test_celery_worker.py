@@ -123,4 +123,6 @@ def test_an_uploaded_trec_run_is_imported_by_the_worker(worker, platform):
     assert (job["status"], job["queue"]) == ("succeeded", "cpu"), job["error"] or worker_log(platform)
     assert json.loads(job["result"])["hits"] == 2
     with sqlite3.connect(platform["database"]) as connection:
-        assert connection.execute("SELECT name, status FROM retrieval_run").fetchall() == [("from worker", "done")]
+        assert connection.execute(
+            "SELECT name, status FROM retrieval_run WHERE job_id = ?", (job["id"],)
+        ).fetchall() == [("from worker", "done")]

@@ -177,11 +177,11 @@ def _model_answers(
     for run in model_runs:
         model = f"run {run.pk}: {run.retriever}"
         if study.kind == Study.Kind.PROXY:
-            for item_id, answer in model_answers(run, shown).items():
+            for item_id, answer in model_answers(run, study, shown).items():
                 if answer is not None:
                     answers[item_id].append({"source": "run", "model": model, "position": answer.position})
         else:
-            scores = run_scores(run, shown)
+            scores = run_scores(run, study)
             for item in shown:
                 for candidate in item.candidates:
                     score = scores.get((item.query_id, candidate.passage_id))

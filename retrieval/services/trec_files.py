@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO
 
+from celery import signature
 from django.conf import settings
 from django.db import transaction
 
@@ -186,6 +187,11 @@ def import_trec_run(
     )
 
 
+# The worker task that runs import_trec_run (retrieval/tasks.py), named so this module need not
+# import the tasks module that imports it.
+IMPORT_RUN_TASK = "retrieval.tasks.import_run"
+
+
 def uploads_folder() -> Path:
     """Where uploaded run files wait for their import job (web and workers share the data dir)."""
     return Path(settings.MARGINALIA_DATA_DIR) / "uploads" / "runs"
@@ -194,8 +200,6 @@ def uploads_folder() -> Path:
 def start_trec_import(collection: Collection, source: BinaryIO, *, filename: str, name: str, user=None) -> Job:
     """Check an uploaded run file now (bad input is refused before anything is queued), keep it
     under the data dir and queue its import on the "cpu" queue. Returns the job."""
-    from retrieval import tasks  # tasks call this module's services
-
     check_run_name(collection, name)
     folder = uploads_folder()
     folder.mkdir(parents=True, exist_ok=True)
@@ -211,7 +215,7 @@ def start_trec_import(collection: Collection, source: BinaryIO, *, filename: str
                 {"collection": collection.name, "name": name, "file": filename},
                 user=user,
             )
-            dispatch(job, tasks.import_run, collection.pk, str(path), name, filename)
+            dispatch(job, signature(IMPORT_RUN_TASK), collection.pk, str(path), name, filename)
     except BaseException:
         path.unlink(missing_ok=True)
         raise

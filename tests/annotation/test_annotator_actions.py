@@ -5,6 +5,7 @@ of the book around a candidate where the study allows it."""
 
 import csv
 import io
+import json
 from datetime import timedelta
 
 import pytest
@@ -21,6 +22,7 @@ from tests.factories import (
     make_relic_proxy_study,
     make_user,
     next_url,
+    response_text,
     submit_url,
 )
 
@@ -114,8 +116,8 @@ def test_an_unsure_mark_is_kept_beside_the_answer_and_in_the_exports():
     answer(client, study, served_item(client, study))
 
     staff = api_client(make_user(staff=True))
-    rows = staff.get(f"/api/judgments/?study={study.pk}").json()
-    exported = staff.get(f"/api/judgments/?study={study.pk}&format=csv").content.decode()
+    rows = json.loads(response_text(staff.get(f"/api/judgments/?study={study.pk}")))
+    exported = response_text(staff.get(f"/api/judgments/?study={study.pk}&format=csv"))
     table = list(csv.DictReader(io.StringIO(exported)))
 
     assert stored.status_code == 201 and stored.json()["unsure"] is True

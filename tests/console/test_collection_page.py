@@ -5,6 +5,7 @@ import numpy as np
 import pytest
 from django.urls import reverse
 
+from retrieval import bm25
 from retrieval.models import Collection, Passage, Run
 from retrieval.services.lifecycle import collection_cache_paths, delete_collection
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever, term_counts_folder
@@ -32,6 +33,14 @@ def test_a_name_already_taken_is_refused(staff_client):
     assert collection.name == "mine"
 
 
+@pytest.fixture
+def every_set_cached(monkeypatch):
+    """These collections are tiny; BM25 caches only candidate sets worth reading back, so let it
+    cache every set here: deleting the caches is what is under test."""
+    monkeypatch.setattr(bm25, "SMALLEST_CACHED_SET", 1)
+
+
+@pytest.mark.usefixtures("every_set_cached")
 def test_deleting_a_collection_removes_its_rows_runs_and_caches_on_disk(
     staff_client, data_dir, django_capture_on_commit_callbacks
 ):
@@ -64,6 +73,7 @@ def test_deleting_needs_the_name_typed(staff_client):
     assert Collection.objects.filter(pk=collection.pk).exists()
 
 
+@pytest.mark.usefixtures("every_set_cached")
 def test_a_collection_a_study_is_built_on_cannot_be_deleted_and_keeps_its_caches(staff_client):
     study = make_relic_proxy_study(2, name="built on it")
     collection = study.collection

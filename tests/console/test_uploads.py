@@ -16,7 +16,7 @@ from console import uploads
 from console.tasks import process_upload
 from jobs.models import Job
 from retrieval.errors import InputError
-from retrieval.models import Collection, Qrel, Query
+from retrieval.models import Collection, Qrel, Query, Run
 from tests.console.upload_files import CORPUS, beir_folder, tar_folder, zip_folder, zip_with
 from tests.factories import (
     api_client,
@@ -133,6 +133,25 @@ def test_a_book_a_relic_file_qrels_and_judgments_go_through_their_importers(staf
     assert nothing_left_on_disk()
 
 
+def test_a_trec_run_from_another_system_becomes_a_named_run_and_a_bad_one_writes_nothing(staff_api, tmp_path):
+    collection = make_label_collection(n_queries=2, n_passages=3)
+    run_file = tmp_path / "splade.trec"
+    run_file.write_text("q0 Q0 d2 1 7.5 splade\nq0 Q0 d0 2 3.0 splade\nq1 Q0 d1 1 2.0 splade\n")
+    job = run_job(post(staff_api, "trec_run", upload_file(run_file), collection=collection.pk))
+    assert job.status == Job.Status.SUCCEEDED and job.result["hits"] == 3 and job.result["queries"] == 2
+    run = Run.objects.get(pk=job.result["run_id"])
+    assert run.name == "splade" and run.status == Run.Status.DONE
+
+    bad = tmp_path / "bad.trec"
+    bad.write_text("q0 Q0 d2 1 7.5 splade\nq0 Q0 d0 2 NaN splade\n")
+    job = run_job(post(staff_api, "trec_run", upload_file(bad), collection=collection.pk, name="broken"))
+    assert job.status == Job.Status.FAILED and job.error.splitlines()[0].startswith(
+        "InputError: bad.trec:2: field 'score'"
+    )
+    assert not Run.objects.filter(collection=collection, name="broken").exists()
+    assert nothing_left_on_disk()
+
+
 def test_qrels_with_an_unknown_query_write_nothing(staff_api, tmp_path):
     collection = make_label_collection(n_queries=1, n_passages=2)
     qrels = tmp_path / "bad.txt"
@@ -151,7 +170,7 @@ def test_qrels_with_an_unknown_query_write_nothing(staff_api, tmp_path):
             b"x",
             {},
             "kind",
-            "unknown upload kind 'poem'; use one of: book, relic, beir, qrels, judgments",
+            "unknown upload kind 'poem'; use one of: book, relic, beir, qrels, judgments, trec_run",
         ),
         ("book", "a.pdf", b"x", {"title": "T"}, "file", "a.pdf: a Book (.txt) upload ends in .txt"),
         ("book", "a.txt", b"x", {}, "title", "book title is required for a Book (.txt) upload"),
@@ -186,7 +205,7 @@ def test_an_unsafe_archive_is_refused_before_a_job_is_queued(staff_api, tmp_path
 
 def test_the_api_lists_the_kinds(staff_api):
     kinds = staff_api.get(API).json()["kinds"]
-    assert [kind["kind"] for kind in kinds] == ["book", "relic", "beir", "qrels", "judgments"]
+    assert [kind["kind"] for kind in kinds] == ["book", "relic", "beir", "qrels", "judgments", "trec_run"]
     assert kinds[2]["suffixes"] == [".zip", ".tar.gz", ".tgz"]
 
 
