@@ -99,3 +99,14 @@ def test_api_tokens_expire_after_the_configured_days():
     response = client.get(study_url)
     assert response.status_code == 403  # as for any bad credentials (session auth comes first)
     assert response.json()["detail"] == "The token has expired; ask staff for a new one."
+
+
+def test_the_token_endpoint_counts_failures_with_the_login_pages_and_refuses_a_locked_account(client):
+    make_user("scripted", staff=True)
+    for n in range(settings.AXES_FAILURE_LIMIT):
+        sign_in(client, "/accounts/login/", "scripted", f"guess-{n}")
+
+    response = api_client().post("/api/auth/token/", {"username": "scripted", "password": PASSWORD}, format="json")
+
+    assert response.status_code == 400 and "token" not in response.json()
+    assert not Token.objects.filter(user__username="scripted").exists()
