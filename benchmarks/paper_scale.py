@@ -200,7 +200,7 @@ def measure_hit_storing(rows: int) -> dict:
     from django.db import connection
 
     from retrieval.models import Collection, Hit, Passage, Query, Run
-    from retrieval.services.runs import _RunWriter, create_run, get_or_create_retriever
+    from retrieval.services.runs import RunWriter, create_run, get_or_create_retriever
 
     collection = Collection.objects.create(name=f"hits-{time.time_ns()}", kind=Collection.Kind.BEIR)
     passages = Passage.objects.bulk_create(
@@ -217,7 +217,7 @@ def measure_hit_storing(rows: int) -> dict:
         for query in queries
         for rank, passage in enumerate(passages, start=1)
     ]
-    writer = _RunWriter()
+    writer = RunWriter()
     seconds, _ = timed(lambda: (writer.add(hit_rows, []), writer.flush()))
     stored = Hit.objects.filter(run=run).count()
     Run.objects.filter(pk=run.pk).delete()

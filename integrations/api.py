@@ -5,6 +5,7 @@ staff-only (IsAdminUser): annotators and crowd participants get 403."""
 from django.conf import settings
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
+from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
 from rest_framework import permissions, status
@@ -135,8 +136,12 @@ class CrowdLinkView(StaffAPIView):
         return Response(_crowd_link(configure_crowd_link(study, **form.validated_data), request))
 
 
+# A JSON array of objects, for the schema (several endpoints answer with plain rows).
+ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
+
+
 class ParticipantsView(StaffAPIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ROWS})
     def get(self, request, pk: int):
         return Response(participant_rows(get_object_or_404(CrowdLink, study_id=pk)))
 
@@ -155,7 +160,7 @@ class WebhooksView(StaffAPIView):
     """GET: every webhook (with its secret, for the receiver's set-up). POST `{url, events,
     study, secret}`: register one (private addresses refused unless allowed) → 201."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="webhooks_list", responses={200: ROWS})
     def get(self, request):
         return Response([webhook_row(hook) for hook in Webhook.objects.all()])
 
@@ -183,6 +188,7 @@ class WebhookDetailView(StaffAPIView):
         hook.save(update_fields=["active"])
         return Response(webhook_row(hook))
 
+    @extend_schema(responses={204: None})
     def delete(self, request, pk: int):
         get_object_or_404(Webhook, pk=pk).delete()
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -192,7 +198,7 @@ class WebhookDeliveriesView(StaffAPIView):
     """The delivery log of one webhook, newest first: status, attempts, last status code and
     error, and every attempt."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(responses={200: ROWS})
     def get(self, request, pk: int):
         hook = get_object_or_404(Webhook, pk=pk)
         return Response([delivery_row(d) for d in hook.deliveries.order_by("-pk")[:500]])

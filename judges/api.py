@@ -2,6 +2,9 @@
 study's judge results and answers. Annotators get 403 on every route (IsAdminUser)."""
 
 from django.shortcuts import get_object_or_404
+from drf_spectacular.plumbing import build_array_type, build_basic_type
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -26,15 +29,21 @@ class JudgeListCreateView(generics.ListCreateAPIView):
         return {**super().get_serializer_context(), "user": self.request.user}
 
 
+# A JSON array of objects, for the schema.
+ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
+
+
 class StudyJudgingView(APIView):
     """GET the study's judge results (one tally per judge version); POST {judge, samples} queues
     judging as a job (202): local models on "gpu", endpoints and runs on "cpu"."""
 
     permission_classes = [permissions.IsAdminUser]
 
+    @extend_schema(responses={200: ROWS})
     def get(self, request, pk):
         return Response(study_judge_results(get_object_or_404(Study, pk=pk)))
 
+    @extend_schema(request=JudgingRequestSerializer, responses={202: OpenApiTypes.OBJECT})
     def post(self, request, pk):
         study = get_object_or_404(Study, pk=pk)
         serializer = JudgingRequestSerializer(data=request.data, context={"study": study, "user": request.user})
@@ -47,6 +56,10 @@ class StudyJudgeAnswersView(APIView):
 
     permission_classes = [permissions.IsAdminUser]
 
+    @extend_schema(
+        parameters=[OpenApiParameter("judge", OpenApiTypes.STR, description="A judge's name; default: every judge.")],
+        responses={200: ROWS},
+    )
     def get(self, request, pk):
         study = get_object_or_404(Study, pk=pk)
         name = request.query_params.get("judge")
