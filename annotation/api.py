@@ -7,6 +7,7 @@ exception handler (retrieval.api); only SubmissionRejected (400 or 409) is mappe
 
 from django.http import StreamingHttpResponse
 from django.shortcuts import get_object_or_404
+from drf_spectacular.plumbing import build_array_type, build_basic_type
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics, permissions, status
@@ -286,7 +287,7 @@ class StudyItemFlagsView(APIView):
 
     permission_classes = [permissions.IsAdminUser]
 
-    @extend_schema(request=None, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=None, responses={200: build_array_type(build_basic_type(OpenApiTypes.OBJECT))})
     def get(self, request, pk):
         return Response(item_flags(get_object_or_404(Study, pk=pk)))
 

@@ -31,6 +31,9 @@ from .services.crowd import completion_url, configure_crowd_link, screen_out, st
 from .services.invitations import invite_annotator, set_recruiting
 from .services.webhooks import register_webhook
 
+# A JSON array of objects, for the schema (several endpoints answer with plain rows).
+ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
+
 
 class TokenView(ObtainAuthToken):
     """POST `{username, password}` → `{token}`: the API token of an active account (created on
@@ -66,7 +69,7 @@ class InvitationsView(StaffAPIView):
     """GET: invitations (never their links: only digests are stored). POST: a new one; the
     response carries the one-time `url`, the only time it is shown."""
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(operation_id="invitations_list", responses={200: ROWS})
     def get(self, request):
         return Response([invitation_row(i) for i in Invitation.objects.select_related("accepted_by")[:500]])
 
@@ -134,10 +137,6 @@ class CrowdLinkView(StaffAPIView):
         form = CrowdLinkSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         return Response(_crowd_link(configure_crowd_link(study, **form.validated_data), request))
-
-
-# A JSON array of objects, for the schema (several endpoints answer with plain rows).
-ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
 
 
 class ParticipantsView(StaffAPIView):

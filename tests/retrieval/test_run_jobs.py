@@ -230,7 +230,7 @@ def test_a_failed_run_job_can_be_retried_and_then_completes(
     collection = make_relic_collection(3)
     real_scorer = runs.scorer_for
 
-    def broken_scorer(retriever):
+    def broken_scorer(retriever, run_parameters=None):
         raise RuntimeError("disk full")
 
     monkeypatch.setattr(runs, "scorer_for", broken_scorer)
