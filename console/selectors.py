@@ -15,8 +15,7 @@ from annotation.label_schema import study_schema
 from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study
 from annotation.selectors import query_display_text, span_target_text
 from annotation.ui_selectors import staff_study_items
-from retrieval import selectors as retrieval_selectors
-from retrieval.metrics import METRICS, RECALL_CUTOFFS
+from retrieval.metrics import METRICS, RECALL_CUTOFFS, run_metrics
 from retrieval.models import Run, RunQuery
 
 QUERIES_PER_PAGE = 100
@@ -81,7 +80,7 @@ def by_length_table(by_quote_length: dict) -> dict:
 
 
 def run_page(run: Run, page_number=1) -> dict:
-    report = retrieval_selectors.run_metrics(run)
+    report = run_metrics(run)
     rows, page = run_query_rows(run, page_number)
     return {
         "report": report,

@@ -1,8 +1,7 @@
 """REST endpoints for study reports and qrels exports (staff only).
 
 Every process loads the URLconf at start (system checks, workers, the web server), so this module
-imports no statistics: `evaluation.services` and `evaluation.qrels` bring scipy.stats (a second
-or more), and they load in the handlers that compute, on first use."""
+imports no statistics: it asks evaluation.reports, which names the modules that compute."""
 
 from django.shortcuts import get_object_or_404
 from drf_spectacular.types import OpenApiTypes
@@ -15,7 +14,9 @@ from rest_framework.views import APIView
 
 from annotation.models import Study
 from evaluation.aggregates import AGGREGATES, SOURCES
+from evaluation.reports import compare_runs, relevance_qrels, requested_run_ids, resolve_model_runs, study_report_or_job
 from jobs.serializers import JobSerializer
+from judges.services import get_judge
 from retrieval.api import PlainTextRenderer, text_download
 
 
@@ -43,8 +44,6 @@ class StudyReportAPI(APIView):
         ),
     )
     def get(self, request, study_id):
-        from evaluation.services import requested_run_ids, resolve_model_runs, study_report_or_job
-
         study = get_object_or_404(Study, pk=study_id)
         runs = resolve_model_runs(study, requested_run_ids(request.query_params.getlist("model_run")))
         report, job = study_report_or_job(study, runs, request.user)
@@ -76,9 +75,6 @@ class StudyQrelsAPI(APIView):
         description="A relevance study's aggregated labels as TREC qrels; adjudications override the aggregate.",
     )
     def get(self, request, study_id):
-        from evaluation.qrels import relevance_qrels
-        from judges.services import get_judge
-
         study = get_object_or_404(Study, pk=study_id)
         source, judge = request.query_params.get("source", "humans"), request.query_params.get("judge")
         export = relevance_qrels(
@@ -104,7 +100,5 @@ class RunComparisonAPI(APIView):
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request):
-        from evaluation.comparison import compare_runs  # scipy: loaded where it computes
-
         run_ids = [part for part in request.query_params.get("runs", "").split(",") if part.strip()]
         return Response(compare_runs(run_ids, request.query_params.get("metrics", "")))

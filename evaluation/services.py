@@ -9,13 +9,11 @@ position, because every item has its own candidates.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from celery import signature
-from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
@@ -24,6 +22,7 @@ from evaluation import agreement
 from evaluation.judge_report import proxy_judges
 from evaluation.label_report import label_study_report
 from evaluation.models import StudyReport
+from evaluation.reports import runs_key, stored_study_report
 from evaluation.selectors import (
     Choice,
     ShownCandidate,
@@ -35,44 +34,11 @@ from evaluation.selectors import (
     run_scores,
     shown_items,
 )
-from jobs.models import Job
 from jobs.progress import Progress, no_progress
-from jobs.services import create_job, dispatch
 from retrieval.errors import InputError
-from retrieval.metrics import get_run, require_done
 from retrieval.models import Run
 
 NOT_COMPARABLE_REASON = "supplied the negatives shown to annotators"
-REPORT_JOB_KIND = "report"
-REPORT_TASK = "evaluation.tasks.compute_study_report"
-
-
-def requested_run_ids(values: Iterable[str]) -> list[str]:
-    """Run ids from query parameters that may repeat (?model_run=1&model_run=2) or hold a comma
-    list (?model_run=1,2)."""
-    return [part.strip() for value in values for part in value.split(",") if part.strip()]
-
-
-def resolve_model_runs(study: Study, run_ids: Iterable[int | str]) -> list[Run]:
-    """The runs to compare with the humans, in id order; each must exist and rank the study's
-    collection."""
-    ids = set()
-    for raw_id in run_ids:
-        try:
-            ids.add(int(raw_id))
-        except (TypeError, ValueError):
-            raise InputError(f"run id {raw_id!r} is not a number", field="model_run") from None
-    runs = []
-    for run_id in sorted(ids):
-        run = require_done(get_run(run_id, field="model_run"), field="model_run")
-        if run.collection_id != study.collection_id:
-            raise InputError(
-                f"run {run.pk} ranks collection {run.collection_id}, but study {study.pk} uses collection "
-                f"{study.collection_id}",
-                field="model_run",
-            )
-        runs.append(run)
-    return runs
 
 
 def _require_proxy(study: Study) -> None:
@@ -325,17 +291,6 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     }
 
 
-def _runs_key(model_runs: Sequence[Run]) -> str:
-    return ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
-
-
-def stored_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict | None:
-    """The cached report when its inputs are unchanged, else None."""
-    fingerprint = report_fingerprint(study, model_runs)
-    stored = StudyReport.objects.filter(study=study, model_runs_key=_runs_key(model_runs), fingerprint=fingerprint)
-    return stored.values_list("payload", flat=True).first()
-
-
 def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     """The stored report when its inputs are unchanged, else a fresh one (stored for next time)."""
     stored = stored_study_report(study, model_runs)
@@ -345,7 +300,7 @@ def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     payload = study_report(study, model_runs)
     with transaction.atomic():
         StudyReport.objects.update_or_create(
-            study=study, model_runs_key=_runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
+            study=study, model_runs_key=runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
         )
     return payload
 
@@ -356,27 +311,3 @@ def refresh_study_report(study_id: int, run_ids: Sequence[int], progress: Progre
     progress(0.0, f"computing the report of study {study_id}")
     cached_study_report(study, list(Run.objects.filter(pk__in=run_ids).order_by("pk")))
     return {"study": study_id, "model_runs": sorted(run_ids)}
-
-
-def study_report_or_job(study: Study, model_runs: Sequence[Run] = (), user=None) -> tuple[dict | None, Job | None]:
-    """(report, None) when the cached report is fresh or the study is small enough to compute it
-    within a request; otherwise (None, job): a "report" job on the cpu queue computes and caches
-    it (one job per study and runs at a time), so pages and the API stay interactive."""
-    stored = stored_study_report(study, model_runs)
-    if stored is not None:
-        return stored, None
-    if study.items.count() < settings.MARGINALIA_REPORT_JOB_ITEMS:
-        return cached_study_report(study, model_runs), None
-    key = _runs_key(model_runs)
-    with transaction.atomic():
-        job = Job.objects.filter(
-            kind=REPORT_JOB_KIND,
-            status__in=[Job.Status.PENDING, Job.Status.RUNNING],
-            parameters__study=study.pk,
-            parameters__model_runs=key,
-        ).first()
-        if job is None:
-            job = create_job(REPORT_JOB_KIND, "cpu", {"study": study.pk, "model_runs": key}, user=user)
-            # By name: evaluation.tasks imports this module.
-            dispatch(job, signature(REPORT_TASK), study.pk, [run.pk for run in model_runs])
-    return None, job

@@ -1,5 +1,5 @@
 """Celery tasks of evaluation: a large study's report, computed off the request (see
-evaluation.services.study_report_or_job) and cached like any report."""
+evaluation.reports.study_report_or_job) and cached like any report."""
 
 from celery import shared_task
 

@@ -1,6 +1,6 @@
-"""Staff pages for evaluation. Thin: the report comes from evaluation.services, the tables from
-evaluation.formatting and the chart from evaluation.charts. The URLconf loads this module in
-every process, so evaluation.services (scipy.stats) loads in the handler, on first use."""
+"""Staff pages for evaluation. Thin: the report comes from evaluation.reports (which names the
+modules that compute, so that the URLconf, loaded by every process, loads no statistics), the
+tables from evaluation.formatting and the chart from evaluation.charts."""
 
 from django.shortcuts import get_object_or_404, render
 from django.utils.decorators import method_decorator
@@ -8,6 +8,7 @@ from django.views import View
 
 from annotation.models import Study
 from evaluation import charts, formatting
+from evaluation.reports import compare_runs, requested_run_ids, resolve_model_runs, study_report_or_job
 from retrieval.access import staff_required
 from retrieval.errors import InputError
 from retrieval.models import Run
@@ -18,8 +19,6 @@ class StudyReportPage(View):
     """The report of the study's kind: proxy studies and label studies have their own template."""
 
     def get(self, request, study_id):
-        from evaluation.services import requested_run_ids, resolve_model_runs, study_report_or_job
-
         study = get_object_or_404(Study, pk=study_id)
         proxy = study.kind == Study.Kind.PROXY
         template = "evaluation/study_report.html" if proxy else "evaluation/label_report.html"
@@ -84,8 +83,6 @@ class RunComparisonPage(View):
     its 95 % interval; every pair's per-query differences)."""
 
     def get(self, request):
-        from evaluation.comparison import compare_runs  # scipy: loaded where it computes
-
         runs_text = request.GET.get("runs", "")
         metrics_text = request.GET.get("metrics", "")
         context = {"runs_text": runs_text, "metrics_text": metrics_text}

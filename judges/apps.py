@@ -9,6 +9,6 @@ class JudgesConfig(AppConfig):
         """Offer the judge reranker to `retrieve --retriever judge` (retrieval cannot import judges)."""
         from retrieval.rerankers import register_reranker
 
-        from .rerank import JUDGE_RERANKER
+        from .reranker import JUDGE_RERANKER
 
         register_reranker(JUDGE_RERANKER)

@@ -17,13 +17,13 @@ from pathlib import Path
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
 from retrieval.models import Hit, Run
-from retrieval.rerankers import Reranker
 from retrieval.scoring import query_text
 from retrieval.services.external_runs import save_ranked_run
 
+from .asking import backend_for
 from .models import Judge, JudgeAnswer
 from .prompts import MASK, pair_prompt
-from .services import answer_from, backend_for, get_judge, store_answers
+from .services import answer_from, get_judge, store_answers
 
 DEFAULT_RERANK_DEPTH = 10
 UNREADABLE_SCORE = -1.0
@@ -118,14 +118,8 @@ def rerank_run(
     )
 
 
-def _add_arguments(parser) -> None:
-    parser.add_argument("--judge", default=None, help="judge reranker: the judge (default: the embedded local one).")
-    parser.add_argument(
-        "--objective-file", default=None, help="judge reranker: the task objective (BIRCO's), given as guidelines."
-    )
-
-
-def _rerank(run: Run, depth: int | None, options: dict, progress: Progress) -> dict:
+def rerank_from_options(run: Run, depth: int | None, options: dict, progress: Progress) -> dict:
+    """`retrieve --retriever judge --run RUN_ID [--depth k] [--judge NAME] [--objective-file F]`."""
     reranked = rerank_run(
         run, get_judge(options.get("judge")), depth or DEFAULT_RERANK_DEPTH, _objective(options), progress
     )
@@ -136,8 +130,3 @@ def _rerank(run: Run, depth: int | None, options: dict, progress: Progress) -> d
         "queries": reranked.query_results.count(),
         "seconds": reranked.seconds,
     }
-
-
-JUDGE_RERANKER = Reranker(
-    "judge", "Rerank a run's top k by a judge's 0-10 scores (ties: the run's order).", _add_arguments, _rerank
-)

@@ -1,8 +1,5 @@
-"""Judges' rules: registering versions, asking a study's items, and the job that does it.
-
-Asking is resumable by construction: every answer is stored as soon as its batch returns, keyed
-by (judge version, prompt hash, item, sample), and a run only asks what is not stored yet. A
-killed worker, a cancelled job or a second run therefore never asks a stored prompt again.
+"""Judges' rules: registering versions, storing and tallying answers, and queueing the job that
+asks a study's items. The asking itself (the backends, the openai client) is judges.asking.
 """
 
 from __future__ import annotations
@@ -11,21 +8,24 @@ import hashlib
 import json
 import re
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
+from celery import signature
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Max, Q
 
 from annotation.models import Item, Study
 from jobs.models import Job
-from jobs.progress import Progress, no_progress
 from jobs.services import create_job, dispatch
 from retrieval.errors import InputError
 from retrieval.models import Hit, Run
 
-from .backends import Completion, LocalBackend, OpenAIBackend
 from .models import Judge, JudgeAnswer
 from .parsing import parse_answer
 from .prompts import Prompt, item_prompt
+
+if TYPE_CHECKING:
+    from .backends import Completion
 
 EMBEDDED_JUDGE = "smollm2-135m-local"
 COMMON_SETTINGS = {"temperature": 0.0, "seed": 0, "max_tokens": 8, "batch_size": 8, "concurrency": 4}
@@ -36,6 +36,10 @@ BACKEND_SETTINGS = {
 }
 ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SAMPLES = 20
+# By name: judges.tasks imports judges.asking, whose backends load the openai client (most of a
+# second), which a web process that only queues the work never needs.
+GPU_TASK = "judges.tasks.judge_study_on_gpu"
+CPU_TASK = "judges.tasks.judge_study_on_cpu"
 
 
 # --- judges -------------------------------------------------------------------------------------
@@ -168,14 +172,6 @@ def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
     return answers
 
 
-def backend_for(judge: Judge):
-    if judge.backend == Judge.Backend.LOCAL:
-        return LocalBackend(judge.settings)
-    if judge.backend == Judge.Backend.OPENAI:
-        return OpenAIBackend(judge.settings)
-    raise InputError(f"judge {judge} answers from a run, not from prompts", field="judge")
-
-
 def answer_from(prompt: Prompt, completion: Completion, **keys) -> JudgeAnswer:
     parsed, reason = parse_answer(completion.text, prompt)
     return JudgeAnswer(
@@ -214,55 +210,6 @@ def judged_items(study: Study) -> list[Item]:
     return list(
         Item.objects.filter(study=study, role=Item.Role.WORK).select_related("study", "query").order_by("position")
     )
-
-
-def judge_study(study: Study, judge: Judge, samples: int = 1, progress: Progress = no_progress) -> dict:
-    """Ask the judge every work item `samples` times (sample i with seed + i); answers already
-    stored for the same prompt are not asked again. Returns the judge's tally on the study."""
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
-    items = judged_items(study)
-    asked = 0
-    if judge.backend == Judge.Backend.RUN:
-        run = Run.objects.get(pk=judge.settings["run"])
-        if run.collection_id != study.collection_id:
-            raise InputError(f"run {run.pk} ranks another collection than study {study.pk}", field="judge")
-        stored = set(JudgeAnswer.objects.filter(judge=judge, item__in=items).values_list("item_id", flat=True))
-        fresh = run_answers(run, [i for i in items if i.pk not in stored])
-        store_answers(judge, fresh)
-        asked = len(fresh)
-        progress(1.0, f"{len(fresh)} items scored from run {run.pk}")
-        return judge_tally(study, judge, samples=1, asked=asked)
-    prompts = {item.pk: item_prompt(item) for item in items}
-    stored = set(
-        JudgeAnswer.objects.filter(judge=judge, item__in=items, sample__lt=samples).values_list(
-            "item_id", "prompt_hash", "sample"
-        )
-    )
-    pending = [
-        (item, sample)
-        for sample in range(samples)
-        for item in items
-        if (item.pk, prompts[item.pk].hash, sample) not in stored
-    ]
-    total = len(pending)
-    progress(0.0, f"{total} of {len(items) * samples} answers to ask ({judge})")
-    if pending:
-        backend = backend_for(judge)
-        size = judge.settings.get("batch_size", 8)
-        for start in range(0, total, size):
-            batch = pending[start : start + size]
-            completions = backend.answer([(prompts[item.pk], sample) for item, sample in batch])
-            store_answers(
-                judge,
-                [
-                    answer_from(prompts[item.pk], completion, item=item, sample=sample)
-                    for (item, sample), completion in zip(batch, completions)
-                ],
-            )
-            asked += len(batch)
-            progress(asked / total, f"{asked}/{total} answers from {judge}")
-    return judge_tally(study, judge, samples=samples, asked=asked)
 
 
 def current_answers(study: Study, judge: Judge, samples: int | None = None):
@@ -309,8 +256,6 @@ def study_judges(study: Study) -> list[Judge]:
 
 def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
     """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "cpu"."""
-    from judges import tasks
-
     if not 1 <= samples <= MAX_SAMPLES:
         raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
     with transaction.atomic():
@@ -322,7 +267,7 @@ def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Jo
         )
         dispatch(
             job,
-            tasks.judge_study_on_gpu if judge.queue == "gpu" else tasks.judge_study_on_cpu,
+            signature(GPU_TASK if judge.queue == "gpu" else CPU_TASK),
             study.pk,
             judge.pk,
             samples,

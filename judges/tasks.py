@@ -7,8 +7,8 @@ from celery import shared_task
 from annotation.models import Study
 from jobs.services import execute
 
+from .asking import judge_study
 from .models import Judge
-from .services import judge_study
 
 
 def _judge(job_id: int, study_id: int, judge_id: int, samples: int) -> dict:

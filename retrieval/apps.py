@@ -7,4 +7,4 @@ class RetrievalConfig(AppConfig):
 
     def ready(self):
         # Connects the receivers that settle a run when its job fails, is cancelled or retried.
-        from retrieval.services import runs  # noqa: F401
+        from retrieval.services import run_status  # noqa: F401

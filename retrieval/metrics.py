@@ -375,3 +375,13 @@ def get_run(run_id, field: str = "run") -> Run:
         return Run.objects.select_related("collection", "retriever").get(pk=int(run_id))
     except (ValueError, TypeError, Run.DoesNotExist):
         raise InputError(f"no run with id {run_id!r}", field=field) from None
+
+
+def run_metrics(run: Run) -> dict | None:
+    """evaluate_run's report for a finished run (stored when it finished; computed for runs
+    whose hits were written some other way); None while it is not done (no hits to score)."""
+    if run.status != Run.Status.DONE:
+        return None
+    if run.metrics is not None:
+        return run.metrics
+    return evaluate_run(run)

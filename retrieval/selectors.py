@@ -61,20 +61,6 @@ def default_dense_model_label() -> str:
     return settings.MARGINALIA_DENSE_MODEL or "bundled MiniLM (all-MiniLM-L6-v2)"
 
 
-def run_metrics(run: Run) -> dict | None:
-    """evaluate_run's report for a finished run (stored when it finished; computed for runs
-    whose hits were written some other way); None while it is not done (no hits to score).
-    retrieval.metrics (numpy) loads here, when a run needs scoring: this module is on the
-    URLconf's path, which every process loads at start."""
-    if run.status != Run.Status.DONE:
-        return None
-    if run.metrics is not None:
-        return run.metrics
-    from retrieval.metrics import evaluate_run
-
-    return evaluate_run(run)
-
-
 def key_metrics(report: dict | None) -> list[float | None]:
     """The KEY_METRICS values of a report, in order; None where the report has no such metric."""
     metrics = report["metrics"] if report else {}

@@ -14,8 +14,8 @@ from jobs.models import Job
 from jobs.services import BrokerUnavailable
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.errors import InputError
+from retrieval.metrics import run_metrics
 from retrieval.models import Collection, Query, Retriever, Run
-from retrieval.selectors import run_metrics
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH, get_or_create_retriever, start_run_async
 from retrieval.services.trec_files import start_trec_import
 

@@ -33,8 +33,8 @@ from django.db import transaction
 
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
-from retrieval.metrics import require_done
 from retrieval.models import Collection, Document, Hit, Passage, Qrel, Query, Run
+from retrieval.selectors import require_done
 
 from ..models import Item, ItemCandidate, Study
 from ..selectors import shown_context

@@ -17,6 +17,7 @@ from jobs.selectors import top_level_jobs
 from retrieval import selectors
 from retrieval.access import staff_required
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
+from retrieval.metrics import run_metrics
 from retrieval.models import Retriever
 from retrieval.serializers import RunRequestSerializer, TrainingRequestSerializer, request_defaults, save_or_errors
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH
@@ -53,7 +54,7 @@ def render_dashboard(
         "console/dashboard.html",
         {
             "collections": selectors.collections_with_counts(),
-            "runs": [{"run": run, "metrics": selectors.key_metrics(selectors.run_metrics(run))} for run in runs],
+            "runs": [{"run": run, "metrics": selectors.key_metrics(run_metrics(run))} for run in runs],
             "metric_names": selectors.KEY_METRICS,
             "jobs": top_level_jobs()[:RECENT_JOBS],
             "retrievers": selectors.retrievers_for_listing(),

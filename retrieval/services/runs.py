@@ -13,13 +13,11 @@ from pathlib import Path
 import numpy as np
 from django.conf import settings
 from django.db import connection, transaction
-from django.dispatch import receiver
 from django.utils import timezone
 
 from jobs.models import Job
 from jobs.progress import Progress, no_progress, throttled
 from jobs.services import JobCancelled, create_job, dispatch_children, finish_job
-from jobs.signals import job_ended, job_requeued
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters, worth_caching
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
@@ -27,6 +25,7 @@ from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
 from retrieval.scoring import Scorer, query_text
 
 from .candidates import CandidateSet, PassageRow, candidate_sets
+from .run_status import delete_results, settle_run
 
 DEFAULT_CONTEXT = (4, 4)
 DEFAULT_DEPTH = 100
@@ -327,18 +326,6 @@ def plan_shards(sets: list[CandidateSet], shards: int) -> list[list[Piece]]:
     return [part for part in plan if part]
 
 
-def _delete_results(run: Run, query_ids: list[int] | None = None) -> None:
-    """Remove a run's hits and gold ranks (of `query_ids` only, for one shard)."""
-    if query_ids is None:
-        Hit.objects.filter(run=run).delete()
-        RunQuery.objects.filter(run=run).delete()
-        return
-    for start in range(0, len(query_ids), 500):  # bounded IN lists
-        chunk = query_ids[start : start + 500]
-        Hit.objects.filter(run=run, query_id__in=chunk).delete()
-        RunQuery.objects.filter(run=run, query_id__in=chunk).delete()
-
-
 def _rank_pieces(run: Run, sets: list[CandidateSet], pieces: list[Piece], progress: Progress) -> int:
     """Rank the queries of `pieces` and store their hits; returns how many queries. Progress is
     the share of the pieces' cost done."""
@@ -376,15 +363,6 @@ def _finish(run: Run, seconds: float) -> Run:
     return run
 
 
-def settle_run(run: Run, status: str) -> None:
-    """A run that stopped before the end keeps no hits: mark it failed or cancelled and remove
-    what was written."""
-    with transaction.atomic():
-        Run.objects.filter(pk=run.pk, status__in=[Run.Status.PENDING, Run.Status.RUNNING]).update(status=status)
-        _delete_results(run)
-    run.status = status
-
-
 def execute_run(run: Run, progress: Progress = no_progress) -> Run:
     """Rank every query of the run's collection and store hits and gold ranks, in this process.
     `run.seconds` is the wall time of all of it (loading, scoring, ranking, storing). Only a
@@ -418,11 +396,11 @@ def execute_shard(run: Run, pieces: list[Piece], progress: Progress = no_progres
     sets = candidate_sets(run.collection)
     pieces = [tuple(piece) for piece in pieces]
     query_ids = [query.pk for index, start, stop in pieces for query in sets[index].queries[start:stop]]
-    _delete_results(run, query_ids)
+    delete_results(run, query_ids)
     try:
         queries = _rank_pieces(run, sets, pieces, progress)
     except BaseException:
-        _delete_results(run, query_ids)
+        delete_results(run, query_ids)
         raise
     progress(1.0, f"{queries} queries ranked")
     return {"queries": queries}
@@ -478,20 +456,3 @@ def start_run_async(
             max_attempts=1 + settings.MARGINALIA_SHARD_RETRIES,
         )
     return run
-
-
-@receiver(job_ended)
-def settle_runs_of_ended_job(sender, job_id: int, status: str, **kwargs) -> None:
-    """A run's job failed or was cancelled (its worker lost, the stale sweep, staff, the broker):
-    the run follows and keeps no partial hits."""
-    run_status = Run.Status.CANCELLED if status == Job.Status.CANCELLED else Run.Status.FAILED
-    for run in Run.objects.filter(job_id=job_id, status__in=[Run.Status.PENDING, Run.Status.RUNNING]):
-        settle_run(run, run_status)
-
-
-@receiver(job_requeued)
-def reset_runs_of_requeued_job(sender, job_id: int, **kwargs) -> None:
-    """Staff retried a run's job: the run (which kept no hits) is pending again."""
-    Run.objects.filter(job_id=job_id, status__in=[Run.Status.FAILED, Run.Status.CANCELLED]).update(
-        status=Run.Status.PENDING, seconds=None, metrics=None
-    )

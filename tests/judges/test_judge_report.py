@@ -14,9 +14,10 @@ from scipy.stats import binomtest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 
 from annotation.selectors import judgment_rows
+from judges.asking import judge_study
 from judges.models import JudgeAnswer
 from judges.prompts import item_prompt
-from judges.services import judge_study, register_judge
+from judges.services import register_judge
 from tests.factories import (
     add_judgment,
     add_label_judgment,

@@ -10,8 +10,9 @@ from django.core.management.base import CommandError
 
 from jobs.models import Job
 from jobs.services import create_job, execute, request_cancel
+from judges.asking import judge_study
 from judges.models import JudgeAnswer
-from judges.services import judge_study, register_judge
+from judges.services import register_judge
 from tests.factories import call_json_command, make_label_study
 
 pytestmark = pytest.mark.django_db

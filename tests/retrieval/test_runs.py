@@ -318,7 +318,7 @@ def test_evaluate_and_export_reject_unknown_runs():
 
 @pytest.mark.django_db
 def test_a_finished_run_keeps_its_metrics_so_pages_do_not_evaluate_it_again(monkeypatch):
-    from retrieval import metrics, selectors
+    from retrieval import metrics
     from retrieval.metrics import evaluate_run
 
     collection = make_collection()
@@ -329,4 +329,4 @@ def test_a_finished_run_keeps_its_metrics_so_pages_do_not_evaluate_it_again(monk
 
     assert run.metrics == evaluate_run(run)
     monkeypatch.setattr(metrics, "evaluate_run", lambda run: pytest.fail("evaluated again"))
-    assert selectors.run_metrics(run) == run.metrics
+    assert metrics.run_metrics(run) == run.metrics

@@ -3,8 +3,9 @@ item of a study (the embedded local judge when --judge is left out); stored answ
 
 from annotation.services import get_study
 from jobs.progress import terminal_progress
+from judges.asking import judge_study
 from judges.backends import EndpointUnavailable
-from judges.services import get_judge, judge_study, start_judging
+from judges.services import get_judge, start_judging
 from retrieval.errors import InputError
 from retrieval.management.base import JsonCommand
 

@@ -1,0 +1,116 @@
+"""Asking for evaluation's results from a page or the API: a study's report (the cached one, one
+computed now for a small study, or a job for a large one), a relevance study's qrels, and a
+comparison of runs.
+
+Every process loads the URLconf at start (the system checks before each management command,
+each Celery worker, each web worker), so the views import this module and not the modules that
+compute: evaluation.services, evaluation.qrels and evaluation.comparison load scipy.stats and
+statsmodels (over a second). They are named here by dotted path, as Celery tasks are, and load
+in the process that first asks for them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from typing import TYPE_CHECKING
+
+from celery import signature
+from django.conf import settings
+from django.db import transaction
+from django.utils.module_loading import import_string
+
+from annotation.models import Study
+from evaluation.models import StudyReport
+from evaluation.selectors import report_fingerprint
+from jobs.models import Job
+from jobs.services import create_job, dispatch
+from judges.models import Judge
+from retrieval.errors import InputError
+from retrieval.metrics import get_run
+from retrieval.models import Run
+from retrieval.selectors import require_done
+
+if TYPE_CHECKING:
+    from evaluation.qrels import QrelsExport
+
+REPORT_JOB_KIND = "report"
+# By name: evaluation.tasks imports evaluation.services.
+REPORT_TASK = "evaluation.tasks.compute_study_report"
+CACHED_STUDY_REPORT = "evaluation.services.cached_study_report"
+RELEVANCE_QRELS = "evaluation.qrels.relevance_qrels"
+COMPARE_RUNS = "evaluation.comparison.compare_runs"
+
+
+def requested_run_ids(values: Iterable[str]) -> list[str]:
+    """Run ids from query parameters that may repeat (?model_run=1&model_run=2) or hold a comma
+    list (?model_run=1,2)."""
+    return [part.strip() for value in values for part in value.split(",") if part.strip()]
+
+
+def resolve_model_runs(study: Study, run_ids: Iterable[int | str]) -> list[Run]:
+    """The runs to compare with the humans, in id order; each must exist and rank the study's
+    collection."""
+    ids = set()
+    for raw_id in run_ids:
+        try:
+            ids.add(int(raw_id))
+        except (TypeError, ValueError):
+            raise InputError(f"run id {raw_id!r} is not a number", field="model_run") from None
+    runs = []
+    for run_id in sorted(ids):
+        run = require_done(get_run(run_id, field="model_run"), field="model_run")
+        if run.collection_id != study.collection_id:
+            raise InputError(
+                f"run {run.pk} ranks collection {run.collection_id}, but study {study.pk} uses collection "
+                f"{study.collection_id}",
+                field="model_run",
+            )
+        runs.append(run)
+    return runs
+
+
+def runs_key(model_runs: Sequence[Run]) -> str:
+    return ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
+
+
+def stored_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict | None:
+    """The cached report when its inputs are unchanged, else None."""
+    fingerprint = report_fingerprint(study, model_runs)
+    stored = StudyReport.objects.filter(study=study, model_runs_key=runs_key(model_runs), fingerprint=fingerprint)
+    return stored.values_list("payload", flat=True).first()
+
+
+def study_report_or_job(study: Study, model_runs: Sequence[Run] = (), user=None) -> tuple[dict | None, Job | None]:
+    """(report, None) when the cached report is fresh or the study is small enough to compute it
+    within a request; otherwise (None, job): a "report" job on the cpu queue computes and caches
+    it (one job per study and runs at a time), so pages and the API stay interactive."""
+    stored = stored_study_report(study, model_runs)
+    if stored is not None:
+        return stored, None
+    if study.items.count() < settings.MARGINALIA_REPORT_JOB_ITEMS:
+        return import_string(CACHED_STUDY_REPORT)(study, model_runs), None
+    key = runs_key(model_runs)
+    with transaction.atomic():
+        job = Job.objects.filter(
+            kind=REPORT_JOB_KIND,
+            status__in=[Job.Status.PENDING, Job.Status.RUNNING],
+            parameters__study=study.pk,
+            parameters__model_runs=key,
+        ).first()
+        if job is None:
+            job = create_job(REPORT_JOB_KIND, "cpu", {"study": study.pk, "model_runs": key}, user=user)
+            # By name: evaluation.tasks imports this module.
+            dispatch(job, signature(REPORT_TASK), study.pk, [run.pk for run in model_runs])
+    return None, job
+
+
+def relevance_qrels(
+    study: Study, aggregate: str = "majority", source: str = "humans", judge: Judge | None = None
+) -> QrelsExport:
+    """evaluation.qrels.relevance_qrels: the study's aggregated labels as TREC qrels."""
+    return import_string(RELEVANCE_QRELS)(study, aggregate, source, judge)
+
+
+def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None) -> dict:
+    """evaluation.comparison.compare_runs: the runs' metrics, standard errors and paired tests."""
+    return import_string(COMPARE_RUNS)(run_ids, metrics)
