@@ -11,6 +11,7 @@ from collections.abc import Iterable
 from django.core.management.base import BaseCommand, CommandError
 
 from jobs.services import BrokerUnavailable
+from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
 
 
@@ -28,6 +29,8 @@ def write_lines(command: BaseCommand, lines: Iterable[str]) -> None:
 
 class JsonCommand(BaseCommand):
     """Subclasses define `run(**options) -> dict`, the summary printed at the end."""
+
+    requires_system_checks = DATA_COMMAND_CHECKS
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="Print the summary as one JSON line.")

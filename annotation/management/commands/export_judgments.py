@@ -5,10 +5,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.exports import JUDGMENT_FORMATS, judgment_export
 from annotation.services import get_study
+from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
 
 
 class Command(BaseCommand):
+    requires_system_checks = DATA_COMMAND_CHECKS
+
     help = "Export a study's judgments as JSON lines (default), CSV or one JSON array, streamed."
 
     def add_arguments(self, parser):

@@ -11,11 +11,14 @@ from django.core.management.base import BaseCommand, CommandError
 
 from annotation.selectors import study_export_rows
 from annotation.services import get_study
+from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
 from retrieval.management.base import write_lines
 
 
 class Command(BaseCommand):
+    requires_system_checks = DATA_COMMAND_CHECKS
+
     help = "Export a study's items with their candidates, gold and candidate sources, as JSON lines."
 
     def add_arguments(self, parser):

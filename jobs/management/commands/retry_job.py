@@ -6,9 +6,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from jobs.models import Job
 from jobs.services import BrokerUnavailable, retry_job
+from marginalia.command_checks import DATA_COMMAND_CHECKS
 
 
 class Command(BaseCommand):
+    requires_system_checks = DATA_COMMAND_CHECKS
+
     help = "Queue a failed or cancelled job again; a run's job re-runs its shards from a clean run."
 
     def add_arguments(self, parser):

@@ -10,10 +10,13 @@ from django.core.management.base import BaseCommand, CommandError
 from annotation.services import get_study
 from judges.selectors import judge_answer_rows
 from judges.services import get_judge
+from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
 
 
 class Command(BaseCommand):
+    requires_system_checks = DATA_COMMAND_CHECKS
+
     help = "Export a study's judge answers (one JSON object per line)."
 
     def add_arguments(self, parser):

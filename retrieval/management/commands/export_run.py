@@ -2,6 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
 from retrieval.management.base import write_lines
 from retrieval.metrics import get_run
@@ -9,6 +10,8 @@ from retrieval.selectors import trec_run_lines
 
 
 class Command(BaseCommand):
+    requires_system_checks = DATA_COMMAND_CHECKS
+
     help = "Print a run's hits as TREC run lines on stdout."
 
     def add_arguments(self, parser):
