@@ -80,14 +80,20 @@ class ItemTypes:
 
 
 def item_types(*per_item: np.ndarray) -> ItemTypes:
-    """The types of items described by per-item arrays (vectors or items x k tables)."""
+    """The types of items described by per-item arrays (vectors or items x k tables). A stable
+    lexsort of the rows and a scan for changes: np.unique(axis=0) gives the same groups but
+    sorts the rows as opaque records, about ten times slower."""
     items = len(per_item[0])
     if not items:
         return ItemTypes(np.zeros(0, dtype=np.int64), np.zeros(0, dtype=np.int64))
     table = np.hstack([np.asarray(values, dtype=np.float64).reshape(items, -1) for values in per_item])
-    _, first, counts = np.unique(table, axis=0, return_index=True, return_counts=True)
-    order = np.argsort(first)
-    return ItemTypes(first[order], counts[order])
+    order = np.lexsort(table.T[::-1])
+    ordered = table[order]
+    starts = np.flatnonzero(np.r_[True, (ordered[1:] != ordered[:-1]).any(axis=1)])
+    # Stable: each group's first row in sorted order is its first occurrence.
+    first, counts = order[starts], np.diff(np.r_[starts, items])
+    by_occurrence = np.argsort(first)
+    return ItemTypes(first[by_occurrence], counts[by_occurrence])
 
 
 def bootstrap_weights(

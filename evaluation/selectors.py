@@ -16,8 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from django.contrib.auth import get_user_model
-from django.db.models import Count, IntegerField, Max, Q, Sum
-from django.db.models.functions import Cast
+from django.db.models import Count, Max, Q, Sum
 
 from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
 from annotation.selectors import counted_judgments, gold_judgments, span_target_text
@@ -186,21 +185,28 @@ class ProxyChoices:
 
 def proxy_choices(study: Study) -> ProxyChoices:
     """What each counted judgment chose, as the position shown; judgments without a choice
-    (labels, ratings) are not proxy answers and are left out. Integers only, the names read
-    apart: a string and a bool converted per row were a large share of reading 300K judgments."""
+    (labels, ratings) are not proxy answers and are left out. Plain integer columns only (the
+    gold flag from the study's gold candidate ids, the names read apart): a value converted
+    per row, even a bool, was a large share of reading 300K judgments."""
     rows = _int_columns(
         counted_judgments(study)
         .filter(choice__isnull=False)
         .order_by()
-        .values_list("item_id", "annotator_id", "choice__position", Cast("choice__is_gold", IntegerField())),
+        .values_list("item_id", "annotator_id", "choice__position", "choice_id"),
         4,
     )
+    golds = ItemCandidate.objects.filter(item__study=study, is_gold=True).values_list("id", flat=True)
+    gold_ids = np.fromiter(golds.order_by(), dtype=np.int64)
     annotator_ids, annotators = np.unique(rows[:, 1], return_inverse=True)
     names = {}
     for chunk in _chunks(annotator_ids.tolist()):
         names.update(get_user_model().objects.filter(pk__in=chunk).values_list("id", "username"))
     return ProxyChoices(
-        rows[:, 0], annotators, tuple(names[pk] for pk in annotator_ids.tolist()), rows[:, 2], rows[:, 3] == 1
+        rows[:, 0],
+        annotators,
+        tuple(names[pk] for pk in annotator_ids.tolist()),
+        rows[:, 2],
+        np.isin(rows[:, 3], gold_ids),
     )
 
 
