@@ -91,6 +91,9 @@ class ProxyItems:
     query_ids: np.ndarray
     gold: np.ndarray
     candidates: np.ndarray
+    # Not a column: the ids of every gold candidate of every item (what a judgment's choice is
+    # matched against), whatever items `take` keeps.
+    gold_candidate_ids: np.ndarray
 
     def rows(self, item_ids: np.ndarray) -> np.ndarray:
         """The row of each of `item_ids`, every one of which must be among the items."""
@@ -99,7 +102,12 @@ class ProxyItems:
     def take(self, rows: np.ndarray) -> ProxyItems:
         """The items at `rows` (indices or a mask), in that order."""
         return ProxyItems(
-            self.ids[rows], self.positions[rows], self.query_ids[rows], self.gold[rows], self.candidates[rows]
+            self.ids[rows],
+            self.positions[rows],
+            self.query_ids[rows],
+            self.gold[rows],
+            self.candidates[rows],
+            self.gold_candidate_ids,
         )
 
 
@@ -121,13 +129,13 @@ def proxy_items(study: Study) -> ProxyItems:
     ).T
     shown = ItemCandidate.objects.filter(item__study=study, item__role=Item.Role.WORK).order_by()
     candidate_items = np.fromiter(shown.values_list("item_id", flat=True), dtype=np.int64)
-    golds = _int_columns(shown.filter(is_gold=True).values_list("item_id", "position"), 2)
+    golds = _int_columns(shown.filter(is_gold=True).values_list("item_id", "position", "id"), 3)
     none = np.iinfo(np.int64).max
     gold = np.full(len(ids), none)
     np.minimum.at(gold, _rows_of(ids, golds[:, 0]), golds[:, 1])
     gold[gold == none] = -1
     candidates = np.bincount(_rows_of(ids, candidate_items), minlength=len(ids))
-    return ProxyItems(ids, positions, query_ids, gold, candidates)
+    return ProxyItems(ids, positions, query_ids, gold, candidates, golds[:, 2])
 
 
 @dataclass(frozen=True)
@@ -183,11 +191,12 @@ class ProxyChoices:
     chose_gold: np.ndarray
 
 
-def proxy_choices(study: Study) -> ProxyChoices:
+def proxy_choices(study: Study, items: ProxyItems) -> ProxyChoices:
     """What each counted judgment chose, as the position shown; judgments without a choice
-    (labels, ratings) are not proxy answers and are left out. Plain integer columns only (the
-    gold flag from the study's gold candidate ids, the names read apart): a value converted
-    per row, even a bool, was a large share of reading 300K judgments."""
+    (labels, ratings) are not proxy answers and are left out. `items` are the study's (from
+    proxy_items). Plain integer columns only (the gold flag from the items' gold candidate
+    ids, the names read apart): a value converted per row, even a bool, was a large share of
+    reading 300K judgments."""
     rows = _int_columns(
         counted_judgments(study)
         .filter(choice__isnull=False)
@@ -195,8 +204,6 @@ def proxy_choices(study: Study) -> ProxyChoices:
         .values_list("item_id", "annotator_id", "choice__position", "choice_id"),
         4,
     )
-    golds = ItemCandidate.objects.filter(item__study=study, is_gold=True).values_list("id", flat=True)
-    gold_ids = np.fromiter(golds.order_by(), dtype=np.int64)
     annotator_ids, annotators = np.unique(rows[:, 1], return_inverse=True)
     names = {}
     for chunk in _chunks(annotator_ids.tolist()):
@@ -206,7 +213,7 @@ def proxy_choices(study: Study) -> ProxyChoices:
         annotators,
         tuple(names[pk] for pk in annotator_ids.tolist()),
         rows[:, 2],
-        np.isin(rows[:, 3], gold_ids),
+        np.isin(rows[:, 3], items.gold_candidate_ids),
     )
 
 
