@@ -20,7 +20,7 @@ from statsmodels.stats.contingency_tables import mcnemar
 from annotation.models import Study
 from evaluation import label_agreement as stats
 from evaluation.agreement import finite_or_none
-from evaluation.selectors import ShownItem
+from evaluation.selectors import ProxyItems, item_labels
 from judges.models import Judge
 from judges.selectors import study_judge_answers
 
@@ -72,44 +72,46 @@ def self_consistency(values_by_item: dict[int, list], levels: Sequence[str]) -> 
 
 
 def proxy_judges(
-    study: Study, items: Sequence[ShownItem], complete: Sequence[ShownItem], counts: np.ndarray, humans_correct
+    study: Study, items: ProxyItems, complete: np.ndarray, counts: np.ndarray, humans_correct: np.ndarray
 ) -> dict:
     """judge name -> accuracy, McNemar against the human majority, and the items where unanimous
-    humans and the judge part ways. `counts` are the complete items' votes per display position,
-    `humans_correct` whether their majority chose the gold."""
+    humans and the judge part ways. `complete` are the ids of the complete items, `counts` their
+    votes per display position, `humans_correct` whether their majority chose the gold."""
     sections = {}
-    row_of = {item.id: row for row, item in enumerate(complete)}
+    gold_of = dict(zip(items.ids.tolist(), items.gold.tolist(), strict=True))
     for judge, answers in study_judge_answers(study).items():
-        chosen = {item.id: _first(answers.get(item.id, []), "position") for item in items}
-        answered = [item for item in items if chosen[item.id] is not None]
-        correct = [chosen[item.id] == item.gold.position for item in answered]
-        paired = [item for item in complete if chosen[item.id] is not None]
-        judge_right = np.array([chosen[item.id] == item.gold.position for item in paired], dtype=bool)
-        humans_right = np.array([bool(humans_correct[row_of[item.id]]) for item in paired], dtype=bool)
+        chosen = {item_id: _first(answers.get(item_id, []), "position") for item_id in gold_of}
+        correct = [chosen[item_id] == gold for item_id, gold in gold_of.items() if chosen[item_id] is not None]
+        paired = [(row, item_id) for row, item_id in enumerate(complete.tolist()) if chosen[item_id] is not None]
+        judge_right = np.array([chosen[item_id] == gold_of[item_id] for _, item_id in paired], dtype=bool)
+        humans_right = np.array([bool(humans_correct[row]) for row, _ in paired], dtype=bool)
         table = [
             [int(np.sum(judge_right & humans_right)), int(np.sum(judge_right & ~humans_right))],
             [int(np.sum(~judge_right & humans_right)), int(np.sum(~judge_right & ~humans_right))],
         ]
         test = mcnemar(table, exact=True) if paired else None
-        disagreements = []
-        for item in paired:
-            votes = counts[row_of[item.id]]
+        parted = []
+        for row, item_id in paired:
+            votes = counts[row]
             unanimous = int(np.argmax(votes))
-            if votes[unanimous] == votes.sum() and chosen[item.id] != unanimous:
-                disagreements.append(
-                    {
-                        "item": item.id,
-                        "query": item.query,
-                        "gold": item.gold.position,
-                        "humans_chose": unanimous,
-                        "judge_chose": chosen[item.id],
-                        "votes": [int(v) for v in votes],
-                    }
-                )
+            if votes[unanimous] == votes.sum() and chosen[item_id] != unanimous:
+                parted.append((item_id, unanimous, votes))
+        labels = item_labels(item_id for item_id, _, _ in parted)
+        disagreements = [
+            {
+                "item": item_id,
+                "query": labels[item_id].query,
+                "gold": gold_of[item_id],
+                "humans_chose": unanimous,
+                "judge_chose": chosen[item_id],
+                "votes": [int(v) for v in votes],
+            }
+            for item_id, unanimous, votes in parted
+        ]
         sections[judge.name] = {
-            **_head(judge, answers, len(items)),
-            "answered_items": len(answered),
-            "coverage": len(answered) / len(items) if items else None,
+            **_head(judge, answers, len(gold_of)),
+            "answered_items": len(correct),
+            "coverage": len(correct) / len(gold_of) if gold_of else None,
             "accuracy": sum(correct) / len(correct) if correct else None,
             "mcnemar": {
                 "paired_items": len(paired),

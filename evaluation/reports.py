@@ -73,11 +73,16 @@ def runs_key(model_runs: Sequence[Run]) -> str:
     return ",".join(str(run.pk) for run in sorted(model_runs, key=lambda run: run.pk))
 
 
-def stored_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict | None:
-    """The cached report when its inputs are unchanged, else None."""
-    fingerprint = report_fingerprint(study, model_runs)
+def stored_payload(study: Study, model_runs: Sequence[Run], fingerprint: str) -> dict | None:
+    """The report stored under `fingerprint`, else None (the fingerprint reads every judgment,
+    item and candidate of the study, so a caller that needs it again computes it once)."""
     stored = StudyReport.objects.filter(study=study, model_runs_key=runs_key(model_runs), fingerprint=fingerprint)
     return stored.values_list("payload", flat=True).first()
+
+
+def stored_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict | None:
+    """The cached report when its inputs are unchanged, else None."""
+    return stored_payload(study, model_runs, report_fingerprint(study, model_runs))
 
 
 def study_report_or_job(study: Study, model_runs: Sequence[Run] = (), user=None) -> tuple[dict | None, Job | None]:

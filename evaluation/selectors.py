@@ -9,10 +9,13 @@ counts), gold accuracy only through `gold_judgments`.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
+import numpy as np
+from django.contrib.auth import get_user_model
 from django.db.models import Count, Max, Q, Sum
 
 from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
@@ -47,14 +50,6 @@ class ShownItem:
         return next((candidate for candidate in self.candidates if candidate.is_gold), None)
 
 
-@dataclass(frozen=True)
-class Choice:
-    item_id: int
-    annotator: str
-    position: int
-    chose_gold: bool
-
-
 def shown_items(study: Study) -> list[ShownItem]:
     """Every formal work item of the study with its candidates in display order. Hidden gold
     and qualification items are checks on the annotators, not data: they never enter a report's
@@ -78,16 +73,148 @@ def shown_items(study: Study) -> list[ShownItem]:
     ]
 
 
-def counted_choices(study: Study) -> list[Choice]:
+def _int_columns(rows: Iterable[tuple], width: int) -> np.ndarray:
+    """values_list rows of `width` integers as a rows x width array."""
+    rows = list(rows)
+    flat = np.fromiter(itertools.chain.from_iterable(rows), dtype=np.int64, count=len(rows) * width)
+    return flat.reshape(len(rows), width)
+
+
+@dataclass(frozen=True)
+class ProxyItems:
+    """Work items in display order as parallel arrays (one object per item and candidate took
+    seconds at 100K items): `ids`, `positions`, `query_ids`, `gold` (the first gold's display
+    position, -1 for none) and `candidates` (how many were shown)."""
+
+    ids: np.ndarray
+    positions: np.ndarray
+    query_ids: np.ndarray
+    gold: np.ndarray
+    candidates: np.ndarray
+    # Not a column: the ids of every gold candidate of every item (what a judgment's choice is
+    # matched against), whatever items `take` keeps.
+    gold_candidate_ids: np.ndarray
+
+    def rows(self, item_ids: np.ndarray) -> np.ndarray:
+        """The row of each of `item_ids`, every one of which must be among the items."""
+        return _rows_of(self.ids, item_ids)
+
+    def take(self, rows: np.ndarray) -> ProxyItems:
+        """The items at `rows` (indices or a mask), in that order."""
+        return ProxyItems(
+            self.ids[rows],
+            self.positions[rows],
+            self.query_ids[rows],
+            self.gold[rows],
+            self.candidates[rows],
+            self.gold_candidate_ids,
+        )
+
+
+def _rows_of(ids: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """Where each of `wanted` is in `ids` (unique, in any order; each of `wanted` among them)."""
+    order = np.argsort(ids)
+    return order[np.searchsorted(ids, wanted, sorter=order)]
+
+
+def proxy_items(study: Study) -> ProxyItems:
+    """Every formal work item of the study, as `shown_items` gives them, in columns. The gold
+    rows are a second query rather than a boolean column: SQLite's per-row bool conversion
+    costs more than reading the 1-in-k gold rows again."""
+    ids, positions, query_ids = _int_columns(
+        Item.objects.filter(study=study, role=Item.Role.WORK)
+        .order_by("position")
+        .values_list("id", "position", "query_id"),
+        3,
+    ).T
+    shown = ItemCandidate.objects.filter(item__study=study, item__role=Item.Role.WORK).order_by()
+    candidate_items = np.fromiter(shown.values_list("item_id", flat=True), dtype=np.int64)
+    golds = _int_columns(shown.filter(is_gold=True).values_list("item_id", "position", "id"), 3)
+    none = np.iinfo(np.int64).max
+    gold = np.full(len(ids), none)
+    np.minimum.at(gold, _rows_of(ids, golds[:, 0]), golds[:, 1])
+    gold[gold == none] = -1
+    candidates = np.bincount(_rows_of(ids, candidate_items), minlength=len(ids))
+    return ProxyItems(ids, positions, query_ids, gold, candidates, golds[:, 2])
+
+
+@dataclass(frozen=True)
+class ItemLabel:
+    """What an error-analysis list shows of an item: its display position, query and gold."""
+
+    id: int
+    position: int
+    query: str
+    gold: int | None
+    gold_passage: str | None
+
+
+# Ids per IN list: well under every backend's limit on query parameters.
+IN_CHUNK = 500
+
+
+def _chunks(ids: list[int]) -> Iterator[list[int]]:
+    for start in range(0, len(ids), IN_CHUNK):
+        yield ids[start : start + IN_CHUNK]
+
+
+def item_labels(item_ids: Iterable[int]) -> dict[int, ItemLabel]:
+    """item id -> its label, for the few items an error-analysis list names (read in chunks,
+    not for every item of the study)."""
+    labels = {}
+    for chunk in _chunks(sorted(set(item_ids))):
+        golds: dict[int, tuple[int, str]] = {}
+        gold_rows = (
+            ItemCandidate.objects.filter(item_id__in=chunk, is_gold=True)
+            .order_by("item_id", "position")
+            .values_list("item_id", "position", "passage__external_id")
+        )
+        for item_id, position, passage in gold_rows:
+            golds.setdefault(item_id, (position, passage))
+        for item_id, position, query in Item.objects.filter(pk__in=chunk).values_list(
+            "id", "position", "query__external_id"
+        ):
+            gold, passage = golds.get(item_id, (None, None))
+            labels[item_id] = ItemLabel(item_id, position, query, gold, passage)
+    return labels
+
+
+@dataclass(frozen=True)
+class ProxyChoices:
+    """Every counted judgment with a choice, as parallel arrays: `item_ids`, `annotators` (an
+    index into `names`), `positions` (the display position chosen) and `chose_gold`."""
+
+    item_ids: np.ndarray
+    annotators: np.ndarray
+    names: tuple[str, ...]
+    positions: np.ndarray
+    chose_gold: np.ndarray
+
+
+def proxy_choices(study: Study, items: ProxyItems) -> ProxyChoices:
     """What each counted judgment chose, as the position shown; judgments without a choice
-    (labels, ratings) are not proxy answers and are left out."""
-    rows = (
+    (labels, ratings) are not proxy answers and are left out. `items` are the study's (from
+    proxy_items). Plain integer columns only (the gold flag from the items' gold candidate
+    ids, the names read apart): a value converted per row, even a bool, was a large share of
+    reading 300K judgments."""
+    rows = _int_columns(
         counted_judgments(study)
         .filter(choice__isnull=False)
-        .order_by("item_id", "id")
-        .values_list("item_id", "annotator__username", "choice__position", "choice__is_gold")
+        .order_by()
+        .values_list("item_id", "annotator_id", "choice__position", "choice_id"),
+        4,
     )
-    return [Choice(item_id, annotator, position, is_gold) for item_id, annotator, position, is_gold in rows]
+    annotator_ids, annotators = np.unique(rows[:, 1], return_inverse=True)
+    names = {}
+    for chunk in _chunks(annotator_ids.tolist()):
+        names.update(get_user_model().objects.filter(pk__in=chunk).values_list("id", "username"))
+    return ProxyChoices(
+        rows[:, 0],
+        annotators,
+        tuple(names[pk] for pk in annotator_ids.tolist()),
+        rows[:, 2],
+        np.isin(rows[:, 3], items.gold_candidate_ids),
+    )
 
 
 def negatives_run_ids(study: Study) -> set[int]:

@@ -22,14 +22,18 @@ from evaluation import agreement
 from evaluation.judge_report import proxy_judges
 from evaluation.label_report import label_study_report
 from evaluation.models import StudyReport
-from evaluation.reports import runs_key, stored_study_report
+from evaluation.reports import runs_key, stored_payload
 from evaluation.selectors import (
-    Choice,
+    ItemLabel,
+    ProxyChoices,
+    ProxyItems,
     ShownCandidate,
     ShownItem,
-    counted_choices,
     gold_outcomes,
+    item_labels,
     negatives_run_ids,
+    proxy_choices,
+    proxy_items,
     report_fingerprint,
     run_scores,
     shown_items,
@@ -52,13 +56,14 @@ def _interval(interval: agreement.Interval | None) -> dict | None:
 
 @dataclass(frozen=True)
 class HumanVotes:
-    """The complete items (exactly the study's judgments per item) as a counts table."""
+    """The complete items (exactly the study's judgments per item) as a counts table: `item_ids`
+    in display order, their votes per position and their gold position."""
 
-    items: list[ShownItem]
+    item_ids: np.ndarray
     counts: np.ndarray
     gold: np.ndarray
 
-    # Computed once per report: each is read per item in loops over all items.
+    # Computed once per report: each is read by several sections.
     @cached_property
     def majority_correct(self) -> np.ndarray:
         return agreement.majority_correct_flags(self.counts, self.gold)
@@ -76,12 +81,16 @@ class HumanVotes:
         return agreement.all_agree_flags(self.counts) & (self.gold_votes == 0)
 
 
-def _human_votes(items: Sequence[ShownItem], choices_by_item: dict[int, list[Choice]], categories: int) -> HumanVotes:
-    counts = agreement.counts_table(
-        [[choice.position for choice in choices_by_item[item.id]] for item in items], categories
-    )
-    gold = np.array([item.gold.position for item in items], dtype=np.int64)
-    return HumanVotes(list(items), counts, gold)
+def _human_votes(items: ProxyItems, complete: np.ndarray, choices: ProxyChoices, categories: int) -> HumanVotes:
+    """The votes of the `complete` rows of `items`, from every counted choice."""
+    row_of_item = np.full(len(items.ids), -1, dtype=np.int64)
+    row_of_item[complete] = np.arange(len(complete))
+    choice_items = np.isin(choices.item_ids, items.ids)
+    rows = np.full(len(choices.item_ids), -1, dtype=np.int64)
+    rows[choice_items] = row_of_item[items.rows(choices.item_ids[choice_items])]
+    counted = rows >= 0
+    counts = agreement.counts_from_pairs(rows[counted], choices.positions[counted], len(complete), categories)
+    return HumanVotes(items.ids[complete], counts, items.gold[complete])
 
 
 def _agreement_section(votes: HumanVotes) -> dict:
@@ -140,47 +149,45 @@ def candidate_coverage(run: Run, study: Study, items: Sequence[ShownItem]) -> di
     }
 
 
-def _item_entry(item: ShownItem, votes: np.ndarray, **extra) -> dict:
+def _item_entry(item: ItemLabel, votes: np.ndarray, **extra) -> dict:
     """An item for error analysis: its gold and the human votes per display position."""
     return {
         "item": item.id,
         "position": item.position,
         "query": item.query,
-        "gold": item.gold.position,
-        "gold_passage": item.gold.passage,
+        "gold": item.gold,
+        "gold_passage": item.gold_passage,
         "votes": [int(count) for count in votes],
         **extra,
     }
 
 
 def _model_section(
-    run: Run, study: Study, items: Sequence[ShownItem], votes: HumanVotes, supplied_negatives: set[int]
+    run: Run, study: Study, items: Sequence[ShownItem], votes: HumanVotes, head: dict
 ) -> tuple[dict, list[dict]]:
-    """Accuracy of one run on the study's items and its paired test against the human majority
-    on the complete items; plus the items where unanimous humans chose the gold and the run
-    did not (RELiC Table 5)."""
-    section = {"run": run.pk, "name": str(run.retriever), "retriever": run.retriever.kind, "items": len(items)}
-    if run.pk in supplied_negatives:
-        return {**section, "comparable": False, "reason": NOT_COMPARABLE_REASON, "accuracy": None}, []
+    """Accuracy of one comparable run on the study's items (`head` names it) and its paired
+    test against the human majority on the complete items; plus the items where unanimous
+    humans chose the gold and the run did not (RELiC Table 5)."""
     answers = model_answers(run, study, items)
     covered = [item for item in items if answers[item.id] is not None]
     correct = np.array([answers[item.id].is_gold for item in covered], dtype=bool)
-    paired = [(row, item) for row, item in enumerate(votes.items) if answers[item.id] is not None]
-    model_correct = np.array([answers[item.id].is_gold for _, item in paired], dtype=bool)
+    paired = [(row, answers[item_id]) for row, item_id in enumerate(votes.item_ids.tolist()) if answers[item_id]]
+    model_correct = np.array([answer.is_gold for _, answer in paired], dtype=bool)
     humans_correct = votes.majority_correct[[row for row, _ in paired]]
     test = agreement.mcnemar_exact(model_correct, humans_correct)
+    failures = [(row, answer) for row, answer in paired if votes.unanimous_gold[row] and not answer.is_gold]
+    labels = item_labels(int(votes.item_ids[row]) for row, _ in failures)
     humans_right_model_wrong = [
         _item_entry(
-            item,
+            labels[int(votes.item_ids[row])],
             votes.counts[row],
-            model_answer=answers[item.id].position,
-            model_answer_passage=answers[item.id].passage,
+            model_answer=answer.position,
+            model_answer_passage=answer.passage,
         )
-        for row, item in paired
-        if votes.unanimous_gold[row] and not answers[item.id].is_gold
+        for row, answer in failures
     ]
     section = {
-        **section,
+        **head,
         "comparable": True,
         "reason": None,
         "accuracy": agreement.finite_or_none(agreement.share(correct)),
@@ -221,31 +228,36 @@ def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
 
 
 def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
-    """Everything the proxy study report shows, as a JSON-ready dict (see DESIGN.md's contract)."""
+    """Everything the proxy study report shows, as a JSON-ready dict (see DESIGN.md's contract).
+    Items and judgments are read as columns and counted with numpy; per-item objects are built
+    only for model runs (whose answers compare candidates) and for the items the error-analysis
+    lists name."""
     _require_proxy(study)
-    shown = shown_items(study)
-    items = [item for item in shown if item.gold is not None]
-    choices = counted_choices(study)
-    choices_by_item: dict[int, list[Choice]] = {item.id: [] for item in items}
-    for choice in choices:
-        choices_by_item.setdefault(choice.item_id, []).append(choice)
+    shown = proxy_items(study)
+    items = shown.take(shown.gold >= 0)
+    choices = proxy_choices(study, shown)
+    judged = np.bincount(shown.rows(choices.item_ids), minlength=len(shown.ids))[shown.gold >= 0]
     required = study.judgments_per_item
-    complete = [item for item in items if len(choices_by_item[item.id]) == required]
-    incomplete = [item.id for item in items if len(choices_by_item[item.id]) < required]
-    over_judged = [item.id for item in items if len(choices_by_item[item.id]) > required]
-    categories = max([study.candidates_per_item, *(len(item.candidates) for item in items)])
-    votes = _human_votes(complete, choices_by_item, categories)
-    annotators = agreement.annotator_accuracy([(choice.annotator, choice.chose_gold) for choice in choices])
-    supplied_negatives = negatives_run_ids(study)
+    complete = np.flatnonzero(judged == required)
+    categories = max([study.candidates_per_item, *items.candidates.tolist()])
+    votes = _human_votes(items, complete, choices, categories)
+    annotators = agreement.annotator_accuracy_columns(choices.names, choices.annotators, choices.chose_gold)
+    supplied_negatives = negatives_run_ids(study) if model_runs else set()
     models, model_failures = {}, {}
+    compared_items = None  # per-item candidates, read only when a run is compared
     for run in model_runs:
-        models[str(run.pk)], failures = _model_section(run, study, items, votes, supplied_negatives)
-        if models[str(run.pk)]["comparable"]:
-            model_failures[str(run.pk)] = failures
+        head = {"run": run.pk, "name": str(run.retriever), "retriever": run.retriever.kind, "items": len(items.ids)}
+        if run.pk in supplied_negatives:
+            models[str(run.pk)] = {**head, "comparable": False, "reason": NOT_COMPARABLE_REASON, "accuracy": None}
+            continue
+        if compared_items is None:
+            compared_items = [item for item in shown_items(study) if item.gold is not None]
+        models[str(run.pk)], model_failures[str(run.pk)] = _model_section(run, study, compared_items, votes, head)
+    non_gold_rows = np.flatnonzero(votes.unanimous_non_gold)
+    labels = item_labels(votes.item_ids[non_gold_rows].tolist())
     unanimous_non_gold = [
-        _item_entry(item, votes.counts[row], chosen=int(votes.counts[row].argmax()))
-        for row, item in enumerate(votes.items)
-        if votes.unanimous_non_gold[row]
+        _item_entry(labels[int(votes.item_ids[row])], votes.counts[row], chosen=int(votes.counts[row].argmax()))
+        for row in non_gold_rows
     ]
     human = _agreement_section(votes)
     return {
@@ -257,14 +269,14 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
             "judgments_per_item": required,
         },
         "computed_at": timezone.now().isoformat(),
-        "items": len(items),
+        "items": len(items.ids),
         "complete_items": len(complete),
         "excluded_items": {
-            "incomplete": incomplete,
-            "over_judged": over_judged,
-            "without_gold": [item.id for item in shown if item.gold is None],
+            "incomplete": items.ids[judged < required].tolist(),
+            "over_judged": items.ids[judged > required].tolist(),
+            "without_gold": shown.ids[shown.gold < 0].tolist(),
         },
-        "judgments": len(choices),
+        "judgments": len(choices.item_ids),
         **{
             key: human[key]
             for key in ("fleiss_kappa", "randolph_kappa", "all_agree", "none_agree", "majority_accuracy")
@@ -283,7 +295,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "model_accuracy": {run_id: section["accuracy"] for run_id, section in models.items()},
         "models": models,
         "random_baseline": _random_section(study, len(complete)),
-        "judges": proxy_judges(study, items, votes.items, votes.counts, votes.majority_correct),
+        "judges": proxy_judges(study, items, votes.item_ids, votes.counts, votes.majority_correct),
         "error_analysis": {
             "unanimous_non_gold": unanimous_non_gold,
             "humans_agree_model_fails": model_failures,
@@ -292,11 +304,12 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
 
 
 def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
-    """The stored report when its inputs are unchanged, else a fresh one (stored for next time)."""
-    stored = stored_study_report(study, model_runs)
+    """The stored report when its inputs are unchanged, else a fresh one (stored for next time).
+    The fingerprint is computed once: it reads every judgment, item and candidate of the study."""
+    fingerprint = report_fingerprint(study, model_runs)
+    stored = stored_payload(study, model_runs, fingerprint)
     if stored is not None:
         return stored
-    fingerprint = report_fingerprint(study, model_runs)
     payload = study_report(study, model_runs)
     with transaction.atomic():
         StudyReport.objects.update_or_create(

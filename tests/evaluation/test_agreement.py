@@ -170,6 +170,18 @@ def test_items_with_the_same_values_are_one_type():
     assert types.multiplicities.tolist() == [2, 1, 1]
 
 
+def test_item_types_are_the_groups_of_numpy_unique_in_first_occurrence_order():
+    rng = np.random.default_rng(9)
+    table = agreement.counts_table(rng.integers(0, 4, size=(5000, 3)), 4)
+    flags = rng.random(5000) < 0.3
+    types = agreement.item_types(table, flags)
+    rows = np.hstack([table, flags[:, None]])
+    _, first, counts = np.unique(rows, axis=0, return_index=True, return_counts=True)
+    order = np.argsort(first)
+    assert types.representatives.tolist() == first[order].tolist()
+    assert types.multiplicities.tolist() == counts[order].tolist()
+
+
 def test_bootstrap_interval_is_seeded_and_contains_the_point_estimate():
     choices = np.random.default_rng(5).integers(0, 4, size=(120, 3))
     table = agreement.counts_table(choices, 4)
