@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from collections import Counter, defaultdict
+from collections.abc import Sequence
 
 from django.db.models import Count, Q
 
 from .label_schema import study_schema
-from .models import AnnotatorFlag, Assignment, Item, Judgment, PeerReview, Study, StudyBlock
+from .models import AnnotatorFlag, Assignment, Item, ItemCandidate, Judgment, PeerReview, Study, StudyBlock
 from .selectors import (
     MASK_MARK,
     annotator_progress,
@@ -263,14 +264,16 @@ def staff_study_summary(study: Study) -> dict:
     return {**overview, "needed": overview["items"] * study.judgments_per_item}
 
 
-def staff_study_items(study: Study) -> list[dict]:
-    """The study's items in order, for staff: query id, role (hidden gold and qualification
-    items marked, with their known answer), the gold's option number, candidate texts and every
-    judgment (voided ones flagged) with the option chosen or the answer given."""
+def staff_study_items(study: Study, items: Sequence[Item]) -> list[dict]:
+    """`items` of the study (one page of them, in order), for staff: query id, role (hidden gold
+    and qualification items marked, with their known answer), the gold's option number,
+    candidate texts and every judgment (voided ones flagged) with the option chosen or the
+    answer given. Reads a page at a time: a study may have 100K items."""
     schema = study_schema(study)
+    item_ids = [item.pk for item in items]
     judgments_by_item = defaultdict(list)
     for judgment in (
-        Judgment.objects.filter(item__study=study)
+        Judgment.objects.filter(item_id__in=item_ids)
         .select_related("annotator", "choice", "voided_by")
         .order_by("submitted_at", "pk")
     ):
@@ -282,15 +285,16 @@ def staff_study_items(study: Study) -> list[dict]:
                 "correct": judgment.choice.is_gold if judgment.choice else None,
             }
         )
-    items = (
-        Item.objects.filter(study=study)
-        .select_related("query")
-        .prefetch_related("candidates__passage", "candidates__source_run")
-        .order_by("position")
-    )
+    candidates_by_item = defaultdict(list)
+    for candidate in (
+        ItemCandidate.objects.filter(item_id__in=item_ids)
+        .select_related("passage", "source_run")
+        .order_by("item_id", "position")
+    ):
+        candidates_by_item[candidate.item_id].append(candidate)
     rows = []
     for item in items:
-        candidates = sorted(item.candidates.all(), key=lambda candidate: candidate.position)
+        candidates = candidates_by_item[item.pk]
         rows.append(
             {
                 "item": item,

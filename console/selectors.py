@@ -8,8 +8,9 @@ from __future__ import annotations
 import statistics
 from collections import defaultdict
 
+from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
-from django.db.models import Count, Q
+from django.db.models import Count, Max, Q
 
 from annotation.label_schema import study_schema
 from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study
@@ -19,6 +20,7 @@ from retrieval.metrics import METRICS, RECALL_CUTOFFS, run_metrics
 from retrieval.models import Run, RunQuery
 
 QUERIES_PER_PAGE = 100
+ITEMS_PER_PAGE = 50
 PREVIEW_CHARACTERS = 160
 
 
@@ -115,9 +117,10 @@ def study_facts(study: Study) -> dict:
     }
 
 
-def study_item_rows(study: Study) -> list[dict]:
-    """staff_study_items with what the annotators read (the item's text as shown to them) and,
-    for each answer, its rationale and the excerpts its spans marked."""
+def study_item_rows(study: Study, page_number) -> tuple[list[dict], object]:
+    """One page of the study's items in order: staff_study_items with what the annotators read
+    (the item's text as shown to them) and, for each answer, its rationale and the excerpts its
+    spans marked; and the page, for the pager."""
     texts: dict[tuple[int, str], str] = {}
 
     def target_text(item: Item, target: str) -> str:
@@ -125,7 +128,9 @@ def study_item_rows(study: Study) -> list[dict]:
             texts[item.pk, target] = span_target_text(study, item, target)
         return texts[item.pk, target]
 
-    rows = staff_study_items(study)
+    items = Item.objects.filter(study=study).select_related("query").order_by("position")
+    page = Paginator(items, ITEMS_PER_PAGE).get_page(page_number)
+    rows = staff_study_items(study, list(page))
     for row in rows:
         item = row["item"]
         row["text"] = query_display_text(item.query, study.context_left, study.context_right)
@@ -133,52 +138,46 @@ def study_item_rows(study: Study) -> list[dict]:
             entry["excerpts"] = [
                 target_text(item, span["target"])[span["start"] : span["end"]] for span in entry["judgment"].spans
             ]
-    return rows
+    return rows, page
 
 
 def annotator_rows(study: Study) -> list[dict]:
     """Per annotator who was allowed, claimed or answered: counted judgments done, items still
     open to them (formal items they have not answered that still need answers), median seconds,
-    open quality flags and when they last submitted or claimed."""
+    open quality flags and when they last submitted or claimed. Counted in the database, one
+    aggregate per figure: the page stays quick at 100K items."""
     formal = Item.objects.filter(study=study).exclude(role=Item.Role.QUALIFICATION)
-    open_items = set(
-        formal.annotate(live=Count("judgments", filter=Q(judgments__voided=False)))
-        .filter(live__lt=study.judgments_per_item)
-        .values_list("pk", flat=True)
+    open_items = formal.annotate(live=Count("judgments", filter=Q(judgments__voided=False))).filter(
+        live__lt=study.judgments_per_item
     )
-    judged = defaultdict(set)
+    open_count = open_items.count()
+    judgments = Judgment.objects.filter(item__study=study)
+    judged_open = _per_annotator(judgments.filter(item__in=open_items.values("pk")), Count("item", distinct=True))
+    done = _per_annotator(Judgment.objects.filter(item__in=formal, voided=False), Count("pk"))
+    last_judged = _per_annotator(judgments, Max("submitted_at"))
+    last_claimed = _per_annotator(Assignment.objects.filter(item__study=study), Max("claimed_at"))
+    flags = _per_annotator(AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True), Count("pk"))
     seconds = defaultdict(list)
-    last = {}
-    people = {}
-    for judgment in Judgment.objects.filter(item__study=study).select_related("annotator"):
-        people[judgment.annotator_id] = judgment.annotator
-        judged[judgment.annotator_id].add(judgment.item_id)
-        if not judgment.voided and judgment.seconds is not None:
-            seconds[judgment.annotator_id].append(judgment.seconds)
-        _seen(last, judgment.annotator_id, judgment.submitted_at)
-    for assignment in Assignment.objects.filter(item__study=study).select_related("annotator"):
-        people.setdefault(assignment.annotator_id, assignment.annotator)
-        _seen(last, assignment.annotator_id, assignment.claimed_at)
-    for annotator in study.annotators.all():
-        people.setdefault(annotator.pk, annotator)
-    flags = dict(
-        AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True)
-        .values_list("annotator")
-        .annotate(n=Count("pk"))
-    )
-    done = dict(Judgment.objects.filter(item__in=formal, voided=False).values_list("annotator").annotate(n=Count("pk")))
+    timed = judgments.filter(voided=False, seconds__isnull=False).values_list("annotator_id", "seconds")
+    for annotator_id, value in timed.iterator(chunk_size=10_000):
+        seconds[annotator_id].append(value)
+    ids = set(last_judged) | set(last_claimed) | set(study.annotators.values_list("pk", flat=True))
+    people = get_user_model().objects.filter(pk__in=ids).order_by("username")
     return [
         {
             "annotator": person,
-            "done": done.get(pk, 0),
-            "remaining": len(open_items - judged[pk]),
-            "median_seconds": statistics.median(seconds[pk]) if seconds[pk] else None,
-            "flags": flags.get(pk, 0),
-            "last_active": last.get(pk),
+            "done": done.get(person.pk, 0),
+            "remaining": open_count - judged_open.get(person.pk, 0),
+            "median_seconds": statistics.median(seconds[person.pk]) if seconds[person.pk] else None,
+            "flags": flags.get(person.pk, 0),
+            "last_active": max(
+                (when for when in (last_judged.get(person.pk), last_claimed.get(person.pk)) if when), default=None
+            ),
         }
-        for pk, person in sorted(people.items(), key=lambda pair: pair[1].username)
+        for person in people
     ]
 
 
-def _seen(last: dict, annotator_id: int, when) -> None:
-    last[annotator_id] = max(last.get(annotator_id, when), when)
+def _per_annotator(rows, aggregate) -> dict:
+    """annotator id -> `aggregate` over `rows` (a queryset with an `annotator` field)."""
+    return dict(rows.order_by().values_list("annotator").annotate(value=aggregate).values_list("annotator", "value"))

@@ -45,13 +45,15 @@ def _render_study_detail(
     training_errors: dict | None = None,
     status: int = 200,
 ):
+    items, item_page = study_item_rows(study, request.GET.get("page", 1))
     return render(
         request,
         "console/study_detail.html",
         {
             "study": study,
             "overview": staff_study_summary(study),
-            "items": study_item_rows(study),
+            "items": items,
+            "item_page": item_page,
             "facts": study_facts(study),
             "annotators": annotator_rows(study),
             "training_request": training_request or DEFAULT_STUDY_TRAINING_REQUEST,

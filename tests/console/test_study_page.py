@@ -6,15 +6,19 @@ import re
 import statistics
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study
 from annotation.services import claim_next_item, next_work
 from annotation.services.lifecycle import close_study
+from console.selectors import ITEMS_PER_PAGE
 from tests.factories import (
     add_judgment,
     add_label_judgment,
     make_annotator,
+    make_bulk_proxy_study,
     make_plot_relevance_study,
     make_relic_proxy_study,
 )
@@ -141,3 +145,30 @@ def test_annotators_and_visitors_reach_no_study_page_or_control(client, method, 
     assert "ada" not in response.content.decode()
     study.refresh_from_db()
     assert study.status == Study.Status.OPEN and Judgment.objects.filter(pk=answer.pk).exists()
+
+
+def test_items_come_a_page_at_a_time_with_a_pager(staff_client):
+    study = make_bulk_proxy_study(ITEMS_PER_PAGE + 7)
+    url = reverse("study_detail", args=[study.pk])
+
+    first = staff_client.get(url).content.decode()
+    last = staff_client.get(url + "?page=2").content.decode()
+
+    assert first.count('<tr id="item-') == ITEMS_PER_PAGE
+    assert last.count('<tr id="item-') == 7
+    assert f"items 1–{ITEMS_PER_PAGE} of {ITEMS_PER_PAGE + 7}, page 1 of 2" in first
+    assert '<a href="?page=2#items">next →</a>' in first
+    assert f"items {ITEMS_PER_PAGE + 1}–{ITEMS_PER_PAGE + 7} of {ITEMS_PER_PAGE + 7}" in last
+
+
+def test_the_page_asks_the_same_number_of_queries_whatever_the_size_of_the_study(staff_client):
+    """Annotator progress is counted in the database and items are read a page at a time, so a
+    100K-item study's page neither lists every item nor loops over every judgment."""
+
+    def queries_for(items: int) -> int:
+        study = make_bulk_proxy_study(items)
+        with CaptureQueriesContext(connection) as captured:
+            assert staff_client.get(reverse("study_detail", args=[study.pk])).status_code == 200
+        return len(captured)
+
+    assert queries_for(2 * ITEMS_PER_PAGE) == queries_for(6 * ITEMS_PER_PAGE)
