@@ -12,6 +12,7 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
+from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
 
 from .label_schema import study_schema
@@ -44,6 +45,10 @@ SPAN_TARGET_NAMES = {
 MARK_SPAN_KEY = "m"
 # BEIR-style RELiC queries carry the mask inside their text; label studies write it as MASK_MARK.
 MASK_MARKER = re.compile(rf"\[masked sentences?(?:\(s\))?\]|{re.escape(MASK_MARK)}", re.IGNORECASE)
+
+
+# Disagreement items on one adjudication page: each shows its query, candidates and answers.
+DISAGREEMENTS_PER_PAGE = 20
 
 
 def option_key(position: int) -> str:
@@ -369,12 +374,14 @@ def describe_answer(study: Study, schema: dict, *, position=None, label=None, se
     return str(label) if name == str(label) else f"{label} · {name}"
 
 
-def adjudication_rows(study: Study) -> list[dict]:
-    """The disagreement items for staff to decide: each with what annotators saw (the query and
-    the candidates, the gold marked for proxy items), every counted judgment with its answer,
-    the answers' counts, the options the decision takes and the decision so far."""
+def adjudication_rows(study: Study, page_number) -> tuple[list[dict], Page]:
+    """One page of the disagreement items for staff to decide: each with what annotators saw
+    (the query and the candidates, the gold marked for proxy items), every counted judgment
+    with its answer, the answers' counts, the options the decision takes and the decision so
+    far; and the page, for the pager (a large study disagrees on thousands of items)."""
     schema = study_schema(study)
-    disputed = disagreement_items(study)
+    page = Paginator(disagreement_items(study), DISAGREEMENTS_PER_PAGE).get_page(page_number)
+    disputed = list(page)
     items = {
         item.pk: item
         for item in Item.objects.filter(pk__in=[row["item"] for row in disputed])
@@ -427,7 +434,7 @@ def adjudication_rows(study: Study) -> list[dict]:
                 "form": _decision_form(study, schema, candidates),
             }
         )
-    return rows
+    return rows, page
 
 
 def _describe_key(study: Study, schema: dict, key) -> str:

@@ -353,7 +353,8 @@ def items_designate(request, study_id: int):
 def study_adjudicate(request, study_id: int):
     """The items whose annotators disagree, every answer given, and staff's decision."""
     study = get_object_or_404(Study, pk=study_id)
-    return render(request, "annotation/study_adjudicate.html", {"study": study, "rows": adjudication_rows(study)})
+    rows, page = adjudication_rows(study, request.GET.get("page", 1))
+    return render(request, "annotation/study_adjudicate.html", {"study": study, "rows": rows, "page": page})
 
 
 @staff_required
@@ -371,7 +372,9 @@ def item_adjudicate(request, study_id: int, item_id: int):
             messages.success(request, f"Item {item.position + 1} decided.")
     else:
         messages.error(request, "Not decided: " + " ".join(e for errors in form.errors.values() for e in errors))
-    return redirect(reverse("study_adjudicate", args=[study.pk]) + f"#item-{item.pk}")
+    page = request.POST.get("page", "")
+    on_page = f"?page={page}" if page.isdigit() else ""
+    return redirect(reverse("study_adjudicate", args=[study.pk]) + f"{on_page}#item-{item.pk}")
 
 
 # --- quality control: peer reviewers -------------------------------------------------------------

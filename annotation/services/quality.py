@@ -205,7 +205,7 @@ class Speeds:
 def speeds(study: Study) -> Speeds:
     """Median seconds per annotator and over the whole study, over counted judgments."""
     times: dict[str, list[float]] = defaultdict(list)
-    rows = counted_judgments(study).values_list("annotator__username", "seconds", "server_seconds")
+    rows = counted_judgments(study).order_by().values_list("annotator__username", "seconds", "server_seconds")
     for username, seconds, server_seconds in rows:
         value = judgment_seconds(seconds, server_seconds)
         if value is not None:
@@ -484,49 +484,52 @@ def submit_peer_review(review: PeerReview, *, reviewer, verdict: str, comment: s
 # --- adjudication ------------------------------------------------------------------------------
 
 
-def _answer_key(judgment: Judgment):
+def _answer_column(study: Study) -> str:
     """What two judgments must share to agree: the chosen position (proxy), the selected
     positions (multi-select) or the label."""
-    if judgment.choice_id is not None:
-        return judgment.choice.position
-    if judgment.label is None:
-        return tuple(judgment.selections)
-    return judgment.label
+    if study.kind == Study.Kind.PROXY:
+        return "choice__position"
+    return "selections" if study_schema(study)["multi_select"] else "label"
 
 
 def disagreement_items(study: Study) -> list[dict]:
     """Work items whose counted judgments disagree (different choices, selections or labels; on
     a scale, a range above 0), in study order, with the answers' counts and any adjudication.
-    Staff-only: proxy items name their gold position."""
+    Staff-only: proxy items name their gold position. Reads one column of the judgments,
+    unordered, and the study's items whole rather than by an IN list of the disputed ones: at
+    100K items (tens of thousands disputed) each of these matters."""
     answers: dict[int, list] = defaultdict(list)
-    for judgment in counted_judgments(study):
-        answers[judgment.item_id].append(_answer_key(judgment))
-    disputed = [item_id for item_id, keys in answers.items() if len(set(keys)) > 1]
-    items = (
-        Item.objects.filter(pk__in=disputed)
-        .select_related("query", "adjudication__choice", "adjudication__decided_by")
-        .order_by("position")
-    )
+    rows = counted_judgments(study).order_by().values_list("item_id", _answer_column(study))
+    for item_id, answer in rows.iterator(10_000):
+        answers[item_id].append(tuple(answer) if isinstance(answer, list) else answer)
+    disputed = {item_id for item_id, keys in answers.items() if len(set(keys)) > 1}
     gold_positions = dict(
-        ItemCandidate.objects.filter(item__in=disputed, is_gold=True).values_list("item_id", "position")
+        ItemCandidate.objects.filter(item__study=study, is_gold=True).values_list("item_id", "position")
     )
+    adjudications = {
+        adjudication.item_id: adjudication
+        for adjudication in Adjudication.objects.filter(item__study=study).select_related("choice", "decided_by")
+    }
+    items = Item.objects.filter(study=study).order_by("position").values_list("pk", "position", "query__external_id")
     rows = []
-    for item in items:
-        counts = Counter(answers[item.pk])
+    for item_id, position, query in items.iterator(10_000):
+        if item_id not in disputed:
+            continue
+        counts = Counter(answers[item_id])
         labels = [] if study.kind == Study.Kind.PROXY else [key for key in counts if isinstance(key, int)]
         rows.append(
             {
-                "item": item.pk,
-                "position": item.position,
-                "query": item.query.external_id,
-                "gold_position": gold_positions.get(item.pk),
+                "item": item_id,
+                "position": position,
+                "query": query,
+                "gold_position": gold_positions.get(item_id),
                 "judgments": sum(counts.values()),
                 "answers": [
                     {"answer": list(key) if isinstance(key, tuple) else key, "count": count}
                     for key, count in sorted(counts.items(), key=lambda pair: (-pair[1], str(pair[0])))
                 ],
                 "range": max(labels) - min(labels) if labels else None,
-                "adjudication": adjudication_payload(getattr(item, "adjudication", None)),
+                "adjudication": adjudication_payload(adjudications.get(item_id)),
             }
         )
     return rows
