@@ -68,7 +68,9 @@ def fixed_studies() -> list[Study]:
         ann_a,
         3,
         label=2,
-        spans=[{"target": "passage", "start": 0, "end": 4}],
+        # Keys in the order Postgres's jsonb keeps them (shortest first): the CSV export writes
+        # stored objects' keys as the database returns them, so other orders differ by database.
+        spans=[{"end": 4, "start": 0, "target": "passage"}],
         rubric={"clarity": 1, "novelty": 0},
         rationale='Same plot — "twist", mostly; naïve 🙂',
         seconds=7,
