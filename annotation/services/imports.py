@@ -243,7 +243,7 @@ def _write(study: Study, rows: list[_Row], users: dict, file: str) -> None:
     for row in rows:
         rows_by_item[row.item.pk].append(row)
     plan, now = _Plan(), timezone.now()
-    item_ids = sorted(rows_by_item)  # one lock order for every writer, so no deadlock
+    item_ids = sorted(rows_by_item)  # imports lock items in one order, so two cannot deadlock
     for chunk in _chunks(item_ids, ITEMS_PER_QUERY):
         list(Item.objects.select_for_update().filter(pk__in=chunk).values_list("pk", flat=True))
         live: dict[int, list[Assignment]] = defaultdict(list)
