@@ -292,6 +292,34 @@ JUDGMENT_COLUMNS = (
 JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections")
 
 
+# What judgment_rows reads of a judgment, its item, query, annotator and chosen candidate: plain
+# values (dicts) from one joined cursor (a model instance per row cost most of a 100K-item export).
+_JUDGMENT_VALUES = (
+    "pk",
+    "item_id",
+    "item__role",
+    "item__query__external_id",
+    "annotator__username",
+    "choice_id",
+    "choice__passage__external_id",
+    "choice__position",
+    "choice__is_gold",
+    "item__expected_label",
+    "label",
+    "spans",
+    "rubric",
+    "rationale",
+    "selections",
+    "unsure",
+    "seconds",
+    "server_seconds",
+    "submitted_at",
+    "source",
+    "voided",
+    "void_reason",
+)
+
+
 def judgment_rows(study: Study) -> Iterator[dict]:
     """Staff export, one flat row per judgment (voided ones included and flagged): `candidate`
     is the opaque candidate id, `choice` the chosen passage's external id (the same key
@@ -300,47 +328,46 @@ def judgment_rows(study: Study) -> Iterator[dict]:
     the answer matches the item's known answer (the gold candidate, or a gold or qualification
     item's expected label), None where there is none. `role` tells hidden gold judgments apart;
     `unsure` is the annotator's own "I am guessing" mark.
-    A generator over one joined cursor: the exports stream it at any study size."""
+    A generator over one joined cursor of values, EXPORT_CHUNK rows a round trip: the exports
+    stream it at any study size, and no model instance is built per row."""
     judgments = (
         Judgment.objects.filter(item__study=study)
-        .select_related("item__query", "annotator", "choice__passage")
         .order_by("item__position", "submitted_at", "pk")
+        .values(*_JUDGMENT_VALUES)
     )
-    return (
-        {
-            "judgment": j.pk,
+    for j in judgments.iterator(EXPORT_CHUNK):
+        yield {
+            "judgment": j["pk"],
             "study": study.pk,
-            "item": j.item_id,
-            "role": j.item.role,
-            "query": j.item.query.external_id,
-            "annotator": j.annotator.username,
-            "candidate": j.choice_id,
-            "choice": j.choice.passage.external_id if j.choice else None,
-            "position": j.choice.position if j.choice else None,
-            "label": j.label,
-            "spans": j.spans,
-            "rubric": j.rubric,
-            "rationale": j.rationale,
-            "selections": j.selections,
-            "unsure": j.unsure,
+            "item": j["item_id"],
+            "role": j["item__role"],
+            "query": j["item__query__external_id"],
+            "annotator": j["annotator__username"],
+            "candidate": j["choice_id"],
+            "choice": j["choice__passage__external_id"],
+            "position": j["choice__position"],
+            "label": j["label"],
+            "spans": j["spans"],
+            "rubric": j["rubric"],
+            "rationale": j["rationale"],
+            "selections": j["selections"],
+            "unsure": j["unsure"],
             "correct": _judgment_correct(j),
-            "seconds": j.seconds,
-            "server_seconds": j.server_seconds,
-            "submitted_at": j.submitted_at.isoformat(),
-            "source": j.source,
-            "voided": j.voided,
-            "void_reason": j.void_reason,
+            "seconds": j["seconds"],
+            "server_seconds": j["server_seconds"],
+            "submitted_at": j["submitted_at"].isoformat(),
+            "source": j["source"],
+            "voided": j["voided"],
+            "void_reason": j["void_reason"],
         }
-        for j in judgments.iterator(EXPORT_CHUNK)
-    )
 
 
-def _judgment_correct(judgment: Judgment) -> bool | None:
-    if judgment.choice is not None:
-        return judgment.choice.is_gold
-    if judgment.item.expected_label is None:
+def _judgment_correct(values: dict) -> bool | None:
+    if values["choice_id"] is not None:
+        return values["choice__is_gold"]
+    if values["item__expected_label"] is None:
         return None
-    return matches_expected(judgment.item.expected_label, label=judgment.label, selections=judgment.selections)
+    return matches_expected(values["item__expected_label"], label=values["label"], selections=values["selections"])
 
 
 def item_flags(study: Study) -> list[dict]:

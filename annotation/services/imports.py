@@ -19,6 +19,7 @@ than `judgments_per_item`.
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections import defaultdict
@@ -39,6 +40,12 @@ from .queue import clamp_seconds
 
 # The keys of a row that make up a label study's answer (validate_answer's arguments).
 LABEL_KEYS = ("label", "spans", "rubric", "rationale", "selections")
+# Writes go in bounded statements: locks and updates name at most ITEMS_PER_QUERY ids (one IN
+# list of every item would be slow on Postgres and too deep for SQLite), lookups at most
+# NAMES_PER_QUERY user names, inserts at most ROWS_PER_INSERT rows.
+ITEMS_PER_QUERY = 1000
+NAMES_PER_QUERY = 1000
+ROWS_PER_INSERT = 1000
 
 
 @dataclass(frozen=True)
@@ -79,8 +86,10 @@ def import_judgments(study: Study, path: str | Path) -> ImportResult:
                     line=row.line,
                     field="choice" if row.answer.choice else "label",
                 )
-        _refuse_borrowed_identities(study, new_rows, str(path))
-        _write(study, new_rows, str(path))
+        names = {row.annotator for row in new_rows}
+        users = _existing_users(names)
+        _refuse_borrowed_identities(study, new_rows, users, str(path))
+        _write(study, new_rows, _with_new_users(names, users), str(path))
     return ImportResult(imported=len(new_rows), rejected=len(rows) - len(new_rows))
 
 
@@ -177,19 +186,22 @@ def _stored_answers(study: Study) -> dict[tuple[int, str], str]:
     }
 
 
-def _refuse_borrowed_identities(study: Study, rows: list[_Row], file: str) -> None:
+def _existing_users(names: set[str]) -> dict:
+    """The accounts already named in the file, by name, with their annotator profiles; asked for
+    NAMES_PER_QUERY names at a time (a file may name thousands of crowd annotators)."""
+    User = get_user_model()
+    users = {}
+    for chunk in _chunks(sorted(names), NAMES_PER_QUERY):
+        for user in User.objects.filter(**{f"{User.USERNAME_FIELD}__in": chunk}).select_related("annotator_profile"):
+            users[user.get_username()] = user
+    return users
+
+
+def _refuse_borrowed_identities(study: Study, rows: list[_Row], users: dict, file: str) -> None:
     """New judgments may only be attributed to annotator accounts: never to staff or superusers
     (whose judgments would then count in the study's statistics), nor to annotators blocked
     everywhere or from this study. Names of no account are created below as inactive ones."""
-    User = get_user_model()
-    names = {row.annotator for row in rows}
-    users = {
-        user.get_username(): user
-        for user in User.objects.filter(**{f"{User.USERNAME_FIELD}__in": names}).select_related("annotator_profile")
-    }
-    blocked_here = set(
-        StudyBlock.objects.filter(study=study, annotator__in=users.values()).values_list("annotator_id", flat=True)
-    )
+    blocked_here = set(StudyBlock.objects.filter(study=study).values_list("annotator_id", flat=True))
     for row in rows:
         user = users.get(row.annotator)
         if user is None:
@@ -207,56 +219,100 @@ def _refuse_borrowed_identities(study: Study, rows: list[_Row], file: str) -> No
         raise InputError(message, file=file, line=row.line, field="annotator")
 
 
-def _write(study: Study, rows: list[_Row], file: str) -> None:
-    users = _users(sorted({row.annotator for row in rows}))
+@dataclass
+class _Plan:
+    """What the import writes: new assignments, the ACTIVE ones it completes (by id) and the
+    judgments (each pointing at one or the other). `overfull` is the earliest row (by line) that
+    found its item without a free slot; any such row refuses the file."""
+
+    new_assignments: list[Assignment] = dataclasses.field(default_factory=list)
+    completed: list[int] = dataclasses.field(default_factory=list)
+    judgments: list[Judgment] = dataclasses.field(default_factory=list)
+    overfull: _Row | None = None
+
+
+def _write(study: Study, rows: list[_Row], users: dict, file: str) -> None:
+    """Store the rows with a fixed number of statements per ITEMS_PER_QUERY items, however many
+    rows: the items are locked (select_for_update) a chunk at a time and only then their live
+    assignments read, so a web submission racing the import waits for the transaction and then
+    finds the slots taken. Every row is placed before anything is written, so the row reported
+    for a full item is the earliest in the file. bulk_create skips Judgment.save, whose one rule
+    (a stored answer is never rewritten) concerns updates only; no receiver listens for these
+    saves, and imports announce no annotation.events (those are for web judgments)."""
     rows_by_item: dict[int, list[_Row]] = defaultdict(list)
     for row in rows:
         rows_by_item[row.item.pk].append(row)
-    now = timezone.now()
-    for item_id, item_rows in rows_by_item.items():
-        item = Item.objects.select_for_update().get(pk=item_id)
-        live = list(item.assignments.filter(state__in=LIVE_ASSIGNMENT_STATES))
-        free = [slot for slot in range(study.judgments_per_item) if slot not in {a.slot for a in live}]
-        held = {a.annotator_id: a for a in live if a.state == Assignment.State.ACTIVE}
-        for row in item_rows:
-            user = users[row.annotator]
-            assignment = held.pop(user.pk, None)
-            if assignment is None:
-                if not free:
-                    raise InputError(
-                        f"item {item_id} already has its {study.judgments_per_item} judgments",
-                        file=file,
-                        line=row.line,
-                        field="item",
-                    )
-                assignment = Assignment.objects.create(
-                    item=item,
-                    annotator=user,
-                    slot=free.pop(0),
-                    state=Assignment.State.SUBMITTED,
-                    expires_at=now,
-                    submitted_at=now,
-                )
-            else:
-                Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
-            Judgment.objects.create(
-                item=item,
+    plan, now = _Plan(), timezone.now()
+    item_ids = sorted(rows_by_item)  # imports lock items in one order, so two cannot deadlock
+    for chunk in _chunks(item_ids, ITEMS_PER_QUERY):
+        list(Item.objects.select_for_update().filter(pk__in=chunk).values_list("pk", flat=True))
+        live: dict[int, list[Assignment]] = defaultdict(list)
+        for assignment in Assignment.objects.filter(item_id__in=chunk, state__in=LIVE_ASSIGNMENT_STATES):
+            live[assignment.item_id].append(assignment)
+        for item_id in chunk:
+            _place(study, rows_by_item[item_id], live[item_id], users, now, plan)
+    if plan.overfull is not None:
+        raise InputError(
+            f"item {plan.overfull.item.pk} already has its {study.judgments_per_item} judgments",
+            file=file,
+            line=plan.overfull.line,
+            field="item",
+        )
+    Assignment.objects.bulk_create(plan.new_assignments, batch_size=ROWS_PER_INSERT)
+    for chunk in _chunks(plan.completed, ITEMS_PER_QUERY):
+        Assignment.objects.filter(pk__in=chunk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
+    Judgment.objects.bulk_create(plan.judgments, batch_size=ROWS_PER_INSERT)
+
+
+def _place(study: Study, rows: list[_Row], live: list[Assignment], users: dict, now, plan: _Plan) -> None:
+    """One item's rows into `plan`, as a web submission would take them: an annotator's ACTIVE
+    assignment on the item is completed, anyone else takes the lowest free slot."""
+    taken = {assignment.slot for assignment in live}
+    free = [slot for slot in range(study.judgments_per_item) if slot not in taken]
+    held = {a.annotator_id: a for a in live if a.state == Assignment.State.ACTIVE}
+    for row in rows:
+        user = users[row.annotator]
+        assignment = held.pop(user.pk, None)
+        if assignment is not None:
+            plan.completed.append(assignment.pk)
+        elif free:
+            assignment = Assignment(
+                item=row.item,
+                annotator=user,
+                slot=free.pop(0),
+                state=Assignment.State.SUBMITTED,
+                expires_at=now,
+                submitted_at=now,
+            )
+            plan.new_assignments.append(assignment)
+        else:
+            if plan.overfull is None or row.line < plan.overfull.line:
+                plan.overfull = row
+            continue
+        plan.judgments.append(
+            Judgment(
+                item=row.item,
                 annotator=user,
                 assignment=assignment,
                 **row.answer.judgment_fields(),
                 seconds=row.seconds,
                 source=Judgment.Source.IMPORT,
             )
+        )
 
 
-def _users(names: list[str]) -> dict:
-    """Existing users by name; the others created inactive, with no usable password."""
+def _with_new_users(names: set[str], users: dict) -> dict:
+    """`users` and, for the other names, new inactive accounts with no usable password."""
     User = get_user_model()
-    users = {user.get_username(): user for user in User.objects.filter(**{f"{User.USERNAME_FIELD}__in": names})}
-    for name in names:
-        if name not in users:
-            user = User(**{User.USERNAME_FIELD: name}, is_active=False)
-            user.set_unusable_password()
-            user.save()
-            users[name] = user
-    return users
+    created = []
+    for name in sorted(names - users.keys()):
+        user = User(**{User.USERNAME_FIELD: name}, is_active=False)
+        user.set_unusable_password()
+        created.append(user)
+    User.objects.bulk_create(created, batch_size=ROWS_PER_INSERT)
+    return {**users, **{user.get_username(): user for user in created}}
+
+
+def _chunks(values: list, size: int):
+    for start in range(0, len(values), size):
+        yield values[start : start + size]
