@@ -408,9 +408,15 @@ def execute_shard(run: Run, pieces: list[Piece], progress: Progress = no_progres
 
 def complete_sharded_run(run_id: int) -> Run | None:
     """Called after each shard: once every shard of the run has succeeded, the run is done (its
-    seconds: from the first shard's start to now) and its job succeeds. Only one caller wins."""
+    seconds: from the first shard's start to now) and its job succeeds. Only one caller wins.
+    Once the run's job has failed or been cancelled, each shard that ends settles the run again:
+    one that was already storing hits when the job ended stores them after the first settling,
+    and they must go too."""
     run = Run.objects.select_related("job").get(pk=run_id)
     job = run.job
+    if job is not None and job.status in (Job.Status.FAILED, Job.Status.CANCELLED):
+        settle_run(run, Run.Status.CANCELLED if job.status == Job.Status.CANCELLED else Run.Status.FAILED)
+        return None
     if job is None or job.children.exclude(status=Job.Status.SUCCEEDED).exists():
         return None
     seconds = (timezone.now() - (job.started_at or job.created_at)).total_seconds()
