@@ -32,16 +32,6 @@ from paper_scale import setup_django  # noqa: E402
 SKIPPED = ("admin/", "static", "logout", "<path", "token", "(?P")
 
 
-def get_routes(patterns, prefix: str = ""):
-    from django.urls import URLResolver
-
-    for pattern in patterns:
-        if isinstance(pattern, URLResolver):
-            yield from get_routes(pattern.url_patterns, prefix + str(pattern.pattern))
-        else:
-            yield prefix + str(pattern.pattern)
-
-
 def timed_get(client, path: str) -> tuple[str, int, float]:
     started = time.perf_counter()
     try:
@@ -66,10 +56,10 @@ def main() -> None:
         from django.contrib.auth import get_user_model
         from django.core.management import call_command
         from django.test import Client
-        from django.urls import get_resolver
 
         from retrieval.metrics import evaluate_run
         from tests.factories import make_bulk_proxy_study
+        from tests.routes import routes
 
         call_command("migrate", verbosity=0)
         settings.ALLOWED_HOSTS = ["*"]
@@ -88,7 +78,7 @@ def main() -> None:
         client = Client()
         client.force_login(get_user_model().objects.create(username="staff-pages", is_staff=True, is_superuser=True))
         failures = 0
-        for route in sorted(set(get_routes(get_resolver().url_patterns))):
+        for route in sorted({template for _, template in routes()}):
             names = re.findall(r"<(?:\w+:)?(\w+)>", route)
             if any(part in route for part in SKIPPED) or any(name not in ids for name in names):
                 continue

@@ -18,7 +18,6 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 from django.test import Client
-from django.urls import URLPattern, URLResolver, get_resolver
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
@@ -63,6 +62,7 @@ from tests.factories import (
     next_url,
     submit_url,
 )
+from tests.routes import routes
 
 pytestmark = pytest.mark.django_db
 
@@ -256,16 +256,6 @@ ANNOTATOR_ROUTES = {
 PUBLIC_ROUTES = {"login", "admin:login", "invitation_accept", "crowd_entry", "crowd_done", "api-token"}
 # Signing out is anyone's right; the sweeps skip it so that the attacker keeps their session.
 SKIPPED_ROUTES = {"logout", "admin:logout"}
-
-
-def routes(patterns=None, prefix: str = "", namespace: str = ""):
-    """Every (name, path template) of the URL configuration, names with their namespace."""
-    for pattern in get_resolver().url_patterns if patterns is None else patterns:
-        if isinstance(pattern, URLResolver):
-            inner = f"{namespace}{pattern.namespace}:" if pattern.namespace else namespace
-            yield from routes(pattern.url_patterns, prefix + str(pattern.pattern), inner)
-        elif isinstance(pattern, URLPattern):
-            yield (f"{namespace}{pattern.name}" if pattern.name else None), prefix + str(pattern.pattern)
 
 
 def is_staff_route(name: str | None) -> bool:
