@@ -7,6 +7,8 @@ rule lives in `annotation.services`, every read in `annotation.selectors` /
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from django.contrib import messages
 from django.contrib.auth import get_user_model
 from django.contrib.auth.decorators import login_required
@@ -110,23 +112,41 @@ def _posted_item(request, study: Study) -> tuple[ItemActionForm, Item | None]:
     return form, Item.objects.filter(study=study, pk=form.cleaned_data["item"]).select_related("study").first()
 
 
+def _annotator_action(request, study: Study, verb: str, act: Callable[[], tuple[int, str]]):
+    """Do what an annotator asked from the page (skip, flag, undo) and go back to it: `act`
+    returns the outcome's message level and text; a rejected action says why it was not done,
+    a refusal of the study itself shows the refused page."""
+    try:
+        level, message = act()
+        messages.add_message(request, level, message)
+    except SubmissionRejected as rejection:
+        messages.error(request, f"Not {verb}: {rejection}.")
+    except InputError as error:
+        messages.error(request, f"Not {verb}: {error.message}.")
+    except AnnotationForbidden as refusal:
+        return _refused(request, study, refusal)
+    return redirect("annotate", study_id=study.pk)
+
+
+def _not_in_study(request, study: Study):
+    messages.error(request, "That item is not part of this study.")
+    return redirect("annotate", study_id=study.pk)
+
+
 @login_required
 @require_POST
 def item_skip(request, study_id: int):
     """Pass the item shown over: it goes back to the queue for others, never to this annotator."""
     study = get_object_or_404(Study, pk=study_id)
     _form, item = _posted_item(request, study)
-    try:
-        if item is None:
-            messages.error(request, "That item is not part of this study.")
-        else:
-            skip_item(item, request.user)
-            messages.info(request, "Item skipped: it goes to someone else.")
-    except SubmissionRejected as rejection:
-        messages.error(request, f"Not skipped: {rejection}.")
-    except AnnotationForbidden as refusal:
-        return _refused(request, study, refusal)
-    return redirect("annotate", study_id=study.pk)
+    if item is None:
+        return _not_in_study(request, study)
+
+    def skip() -> tuple[int, str]:
+        skip_item(item, request.user)
+        return messages.INFO, "Item skipped: it goes to someone else."
+
+    return _annotator_action(request, study, "skipped", skip)
 
 
 @login_required
@@ -135,22 +155,15 @@ def item_flag(request, study_id: int):
     """Report the item shown as broken; staff see the reason. The item stays on the page."""
     study = get_object_or_404(Study, pk=study_id)
     form, item = _posted_item(request, study)
-    try:
-        if item is None:
-            messages.error(request, "That item is not part of this study.")
-        else:
-            flagging = flag_item(item, request.user, form.cleaned_data["reason"])
-            messages.success(
-                request,
-                "Flag sent to the study's staff." if flagging.created else "You had already flagged this item.",
-            )
-    except SubmissionRejected as rejection:
-        messages.error(request, f"Not flagged: {rejection}.")
-    except InputError as error:
-        messages.error(request, f"Not flagged: {error.message}.")
-    except AnnotationForbidden as refusal:
-        return _refused(request, study, refusal)
-    return redirect("annotate", study_id=study.pk)
+    if item is None:
+        return _not_in_study(request, study)
+
+    def flag() -> tuple[int, str]:
+        flagging = flag_item(item, request.user, form.cleaned_data["reason"])
+        sent = "Flag sent to the study's staff." if flagging.created else "You had already flagged this item."
+        return messages.SUCCESS, sent
+
+    return _annotator_action(request, study, "flagged", flag)
 
 
 @login_required
@@ -158,14 +171,12 @@ def item_flag(request, study_id: int):
 def submission_undo(request, study_id: int):
     """Take back the last answer within the grace period; its item is shown again."""
     study = get_object_or_404(Study, pk=study_id)
-    try:
+
+    def undo() -> tuple[int, str]:
         undo_last_submission(study, request.user)
-        messages.info(request, "Your last answer was taken back: answer this item again.")
-    except SubmissionRejected as rejection:
-        messages.error(request, f"Not undone: {rejection}.")
-    except AnnotationForbidden as refusal:
-        return _refused(request, study, refusal)
-    return redirect("annotate", study_id=study.pk)
+        return messages.INFO, "Your last answer was taken back: answer this item again."
+
+    return _annotator_action(request, study, "undone", undo)
 
 
 @login_required
