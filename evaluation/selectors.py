@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -22,6 +22,7 @@ from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidat
 from annotation.selectors import counted_judgments, gold_judgments, span_target_text
 from annotation.services.labels import is_correct
 from judges.selectors import judge_answers_fingerprint
+from retrieval.chunks import chunks
 from retrieval.models import Hit, Run
 
 # Bump when the report's computation or layout changes, so cached payloads are recomputed.
@@ -149,20 +150,11 @@ class ItemLabel:
     gold_passage: str | None
 
 
-# Ids per IN list: well under every backend's limit on query parameters.
-IN_CHUNK = 500
-
-
-def _chunks(ids: list[int]) -> Iterator[list[int]]:
-    for start in range(0, len(ids), IN_CHUNK):
-        yield ids[start : start + IN_CHUNK]
-
-
 def item_labels(item_ids: Iterable[int]) -> dict[int, ItemLabel]:
     """item id -> its label, for the few items an error-analysis list names (read in chunks,
     not for every item of the study)."""
     labels = {}
-    for chunk in _chunks(sorted(set(item_ids))):
+    for chunk in chunks(sorted(set(item_ids))):
         golds: dict[int, tuple[int, str]] = {}
         gold_rows = (
             ItemCandidate.objects.filter(item_id__in=chunk, is_gold=True)
@@ -206,7 +198,7 @@ def proxy_choices(study: Study, items: ProxyItems) -> ProxyChoices:
     )
     annotator_ids, annotators = np.unique(rows[:, 1], return_inverse=True)
     names = {}
-    for chunk in _chunks(annotator_ids.tolist()):
+    for chunk in chunks(annotator_ids.tolist()):
         names.update(get_user_model().objects.filter(pk__in=chunk).values_list("id", "username"))
     return ProxyChoices(
         rows[:, 0],

@@ -31,6 +31,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from retrieval.chunks import chunks
 from retrieval.errors import InputError
 from retrieval.input_rules import read_jsonl
 
@@ -191,7 +192,7 @@ def _existing_users(names: set[str]) -> dict:
     NAMES_PER_QUERY names at a time (a file may name thousands of crowd annotators)."""
     User = get_user_model()
     users = {}
-    for chunk in _chunks(sorted(names), NAMES_PER_QUERY):
+    for chunk in chunks(sorted(names), NAMES_PER_QUERY):
         for user in User.objects.filter(**{f"{User.USERNAME_FIELD}__in": chunk}).select_related("annotator_profile"):
             users[user.get_username()] = user
     return users
@@ -244,7 +245,7 @@ def _write(study: Study, rows: list[_Row], users: dict, file: str) -> None:
         rows_by_item[row.item.pk].append(row)
     plan, now = _Plan(), timezone.now()
     item_ids = sorted(rows_by_item)  # imports lock items in one order, so two cannot deadlock
-    for chunk in _chunks(item_ids, ITEMS_PER_QUERY):
+    for chunk in chunks(item_ids, ITEMS_PER_QUERY):
         list(Item.objects.select_for_update().filter(pk__in=chunk).values_list("pk", flat=True))
         live: dict[int, list[Assignment]] = defaultdict(list)
         for assignment in Assignment.objects.filter(item_id__in=chunk, state__in=LIVE_ASSIGNMENT_STATES):
@@ -259,7 +260,7 @@ def _write(study: Study, rows: list[_Row], users: dict, file: str) -> None:
             field="item",
         )
     Assignment.objects.bulk_create(plan.new_assignments, batch_size=ROWS_PER_INSERT)
-    for chunk in _chunks(plan.completed, ITEMS_PER_QUERY):
+    for chunk in chunks(plan.completed, ITEMS_PER_QUERY):
         Assignment.objects.filter(pk__in=chunk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
     Judgment.objects.bulk_create(plan.judgments, batch_size=ROWS_PER_INSERT)
 
@@ -311,8 +312,3 @@ def _with_new_users(names: set[str], users: dict) -> dict:
         created.append(user)
     User.objects.bulk_create(created, batch_size=ROWS_PER_INSERT)
     return {**users, **{user.get_username(): user for user in created}}
-
-
-def _chunks(values: list, size: int):
-    for start in range(0, len(values), size):
-        yield values[start : start + size]

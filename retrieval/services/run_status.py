@@ -11,6 +11,7 @@ from django.dispatch import receiver
 
 from jobs.models import Job
 from jobs.signals import job_ended, job_requeued
+from retrieval.chunks import chunks
 from retrieval.models import Hit, Run, RunQuery
 
 
@@ -20,8 +21,7 @@ def delete_results(run: Run, query_ids: list[int] | None = None) -> None:
         Hit.objects.filter(run=run).delete()
         RunQuery.objects.filter(run=run).delete()
         return
-    for start in range(0, len(query_ids), 500):  # bounded IN lists
-        chunk = query_ids[start : start + 500]
+    for chunk in chunks(query_ids):
         Hit.objects.filter(run=run, query_id__in=chunk).delete()
         RunQuery.objects.filter(run=run, query_id__in=chunk).delete()
 
