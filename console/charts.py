@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import math
 
-from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
+from evaluation.charts import share_gridlines, svg_open
+
 LINE = "#3a5ccc"
-GRID = "#dcdce0"
 
 
 def recall_curve_svg(points: list[dict], title: str, width: int = 560, height: int = 280) -> SafeString:
@@ -26,17 +26,7 @@ def recall_curve_svg(points: list[dict], title: str, width: int = 560, height: i
     def y(share: float) -> float:
         return top + plot_height * (1 - max(0.0, min(1.0, share)))
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}" class="chart recall-curve">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="{left}" y="18" font-size="13" font-weight="600">{escape(title)}</text>',
-    ]
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(
-            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
-            f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:.0%}</text>'
-        )
+    parts = [*svg_open(title, width, height, "recall-curve"), *share_gridlines(left, width - right, y)]
     line = " ".join(f"{x(point['k']):.1f},{y(point['value']):.1f}" for point in points)
     parts.append(f'<polyline points="{line}" fill="none" stroke="{LINE}" stroke-width="2"/>')
     for point in points:

@@ -69,6 +69,31 @@ def annotator_agreement_bars(report: dict) -> list[Bar]:
     ]
 
 
+GRID = "#dcdce0"
+
+
+def svg_open(title: str, width: int, height: int, css_class: str = "") -> list[str]:
+    """The opening of every chart of the platform: the svg element (an image named by its
+    title, for screen readers too), its tooltip title and the title written above the plot."""
+    classes = f"chart {css_class}" if css_class else "chart"
+    return [
+        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
+        f'role="img" aria-label="{escape(title)}" class="{classes}">',
+        f"<title>{escape(title)}</title>",
+        f'<text x="48" y="18" font-size="13" font-weight="600">{escape(title)}</text>',
+    ]
+
+
+def share_gridlines(left: int, right_end: float, y) -> list[str]:
+    """Horizontal lines at 0, 25, 50, 75 and 100 % of a share axis, labelled on the left;
+    `y` maps a share to its height."""
+    return [
+        f'<line x1="{left}" x2="{right_end}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
+        f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:.0%}</text>'
+        for tick in (0, 0.25, 0.5, 0.75, 1.0)
+    ]
+
+
 def bar_chart_svg(bars: list[Bar], title: str, width: int = 640, height: int = 300) -> SafeString:
     """A vertical bar chart of shares (0..1) with error bars, as inline SVG."""
     left, right, top, bottom = 48, 12, 44, 40
@@ -80,17 +105,7 @@ def bar_chart_svg(bars: list[Bar], title: str, width: int = 640, height: int = 3
     def y(share: float) -> float:
         return top + plot_height * (1 - max(0.0, min(1.0, share)))
 
-    parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}" class="chart">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="{left}" y="18" font-size="13" font-weight="600">{escape(title)}</text>',
-    ]
-    for tick in (0, 0.25, 0.5, 0.75, 1.0):
-        parts.append(
-            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#dcdce0"/>'
-            f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:.0%}</text>'
-        )
+    parts = [*svg_open(title, width, height), *share_gridlines(left, width - right, y)]
     for index, bar in enumerate(bars):
         centre = left + slot * (index + 0.5)
         label = bar.label if len(bar.label) <= label_characters else bar.label[: label_characters - 1] + "…"
@@ -121,15 +136,6 @@ def bar_chart_svg(bars: list[Bar], title: str, width: int = 640, height: int = 3
 Z_95 = 1.959963984540054  # the normal quantile of a two-sided 95 % interval
 
 
-def _svg_open(title: str, width: int, height: int, css_class: str) -> list[str]:
-    return [
-        f'<svg xmlns="http://www.w3.org/2000/svg" viewBox="0 0 {width} {height}" width="{width}" height="{height}" '
-        f'role="img" aria-label="{escape(title)}" class="chart {css_class}">',
-        f"<title>{escape(title)}</title>",
-        f'<text x="48" y="18" font-size="13" font-weight="600">{escape(title)}</text>',
-    ]
-
-
 def run_intervals_svg(comparison: dict, metric: str, width: int = 640, height: int = 300) -> SafeString:
     """Each run's mean of `metric` as a point with its 95 % interval (mean ± 1.96 standard
     errors), on an axis from 0 to the largest upper end (at least 1 for shares)."""
@@ -146,7 +152,7 @@ def run_intervals_svg(comparison: dict, metric: str, width: int = 640, height: i
         return top + plot_height * (1 - (value - floor) / (ceiling - floor))
 
     slot = plot_width / max(len(rows), 1)
-    parts = _svg_open(f"{metric} with 95% intervals", width, height, "run-intervals")
+    parts = svg_open(f"{metric} with 95% intervals", width, height, "run-intervals")
     for tick in np.linspace(floor, ceiling, 5):
         parts.append(
             f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#dcdce0"/>'
@@ -178,7 +184,7 @@ def differences_svg(differences: list[float], title: str, width: int = 640, heig
         return top + plot_height * (0.5 - value / (2 * extent))
 
     slot = plot_width / max(len(ordered), 1)
-    parts = _svg_open(title, width, height, "query-differences")
+    parts = svg_open(title, width, height, "query-differences")
     parts.append(
         f'<line x1="{left}" x2="{width - right}" y1="{y(0):.1f}" y2="{y(0):.1f}" stroke="#1d1d1f"/>'
         f'<text x="{left - 6}" y="{y(extent) + 4:.1f}" font-size="11" text-anchor="end">+{extent:.2f}</text>'
