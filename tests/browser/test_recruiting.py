@@ -16,6 +16,9 @@ pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
 
 def answer_first_candidate(page, done_after: str) -> None:
+    # Reached by a click, the page may still be running its deferred script, which is what
+    # listens for the keys: wait for it as page.goto does.
+    page.wait_for_load_state("load")
     page.keyboard.press("1")
     page.keyboard.press("Enter")
     expect(page.locator("#progress-text")).to_have_text(done_after)
