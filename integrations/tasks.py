@@ -6,6 +6,8 @@ import logging
 
 from celery import shared_task
 
+from jobs.services import send_task
+
 from .services.webhooks import deliver, deliver_due
 
 logger = logging.getLogger(__name__)
@@ -28,6 +30,6 @@ def queue_deliveries(delivery_ids: list[int]) -> None:
     the rows stay pending and the periodic redelivery sends them."""
     for delivery_id in delivery_ids:
         try:
-            deliver_webhook.apply_async(args=[delivery_id], retry=False)
+            send_task(deliver_webhook.name, [delivery_id], retry=False)
         except Exception:
             logger.warning("webhook delivery %s not queued (broker unavailable); it waits for redelivery", delivery_id)

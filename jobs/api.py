@@ -7,9 +7,10 @@ from rest_framework.decorators import action
 from rest_framework.permissions import IsAdminUser
 from rest_framework.response import Response
 
+from jobs.errors import BrokerUnavailable
 from jobs.selectors import jobs_for_listing, top_level_jobs
 from jobs.serializers import JobSerializer
-from jobs.services import BrokerUnavailable, request_cancel, retry_job
+from jobs.services import request_cancel, retry_job
 
 
 class JobViewSet(viewsets.ReadOnlyModelViewSet):

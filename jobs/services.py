@@ -18,12 +18,10 @@ import os
 import socket
 import traceback
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
 from typing import Any
 
-from celery import current_app
-from celery.signals import task_failure
 from django.conf import settings
 from django.db import transaction
 from django.db.models import Avg, F, Q
@@ -31,7 +29,9 @@ from django.utils import timezone
 from kombu.utils.url import maybe_sanitize_url
 
 from jobs.models import Job
+from marginalia.celery import app
 
+from .errors import BrokerUnavailable, JobCancelled
 from .events import job_finished
 from .progress import Progress
 from .signals import job_ended, job_requeued
@@ -40,27 +40,18 @@ ACTIVE = (Job.Status.PENDING, Job.Status.RUNNING)
 ENDED = (Job.Status.FAILED, Job.Status.CANCELLED)
 
 
-class JobCancelled(Exception):
-    """Raised inside a running job when staff asked to cancel it."""
-
-
-class BrokerUnavailable(Exception):
-    """The task queue (Redis) cannot be reached, so nothing can be queued: callers refuse the
-    request at once (HTTP 503, a command error) instead of leaving a job that never starts."""
-
-
 def broker_address() -> str:
     """The broker's URL without its password, for messages."""
-    return maybe_sanitize_url(current_app.conf.broker_url)
+    return maybe_sanitize_url(app.conf.broker_url)
 
 
 def require_broker() -> None:
     """Raise BrokerUnavailable unless the broker accepts a connection within
     MARGINALIA_BROKER_TIMEOUT_SECONDS (one attempt, no retries)."""
-    if current_app.conf.task_always_eager:
+    if app.conf.task_always_eager:
         return
     try:
-        with current_app.connection_for_write(connect_timeout=settings.MARGINALIA_BROKER_TIMEOUT_SECONDS) as connection:
+        with app.connection_for_write(connect_timeout=settings.MARGINALIA_BROKER_TIMEOUT_SECONDS) as connection:
             connection.ensure_connection(max_retries=0, timeout=settings.MARGINALIA_BROKER_TIMEOUT_SECONDS)
     except Exception as exc:  # kombu and redis raise several kinds of connection errors
         raise BrokerUnavailable(
@@ -76,22 +67,34 @@ def create_job(kind: str, queue: str, parameters: dict | None = None, user=None,
     return Job.objects.create(kind=kind, queue=queue, parameters=parameters or {}, created_by=user, **fields)
 
 
+def _load_tasks(names: Iterable[str]) -> None:
+    """A web process or command has not imported every app's tasks module (they are named, not
+    imported, by the code that queues them): load them the way a worker does, once, so a task
+    runs in place when CELERY_TASK_ALWAYS_EAGER is set."""
+    if any(name not in app.tasks for name in names):
+        app.loader.import_default_modules()
+
+
+def send_task(name: str, args: list, **options: Any) -> None:
+    """Queue one task that has no Job row, by name (a webhook delivery keeps its own outbox row
+    and retries itself)."""
+    _load_tasks([name])
+    app.signature(name, args=args).apply_async(**options)
+
+
 def _publish(jobs: Sequence[Job]) -> None:
     """Send the jobs' tasks, one message each, over one producer connection: a group of messages
     that any free worker takes one at a time. (Not `celery.group`: that subscribes to every
     member's result in the result backend, which the Job rows make useless, and which would keep
     the web process waiting on a backend it never reads.) If the broker refuses, the jobs are
     failed and announced, and the caller gets BrokerUnavailable."""
-    if any(job.task not in current_app.tasks for job in jobs):
-        # A web process has not imported every app's tasks module (they are named, not imported,
-        # by the services that queue them): load them the way a worker does, once.
-        current_app.loader.import_default_modules()
+    _load_tasks(job.task for job in jobs)
     try:
-        with current_app.producer_or_acquire() as producer:
+        with app.producer_or_acquire() as producer:
             for job in jobs:
                 # By name: a process that never imported the task's module (retry_job) sends it too.
                 # Results are ignored: the Job row is the result, so nothing waits on the backend.
-                current_app.signature(
+                app.signature(
                     job.task, args=[job.pk, *job.arguments], queue=job.queue, task_id=job.celery_id
                 ).apply_async(producer=producer, ignore_result=True)
     except Exception as exc:  # the broker went away between the check and the commit
@@ -307,15 +310,6 @@ def retry_job(job: Job) -> Job:
             transaction.on_commit(lambda: _publish([job]))
     job.refresh_from_db()
     return job
-
-
-@task_failure.connect
-def record_task_failure(sender=None, task_id=None, exception=None, **kwargs) -> None:
-    """Fail (or retry) the job of a task that died outside `execute`: when a worker process is
-    killed (out of memory, SIGKILL), Celery's main process reports WorkerLostError here, since
-    with acks_late and reject_on_worker_lost off the task is not re-run by Celery itself."""
-    for job_id in Job.objects.filter(celery_id=task_id, status__in=ACTIVE).values_list("pk", flat=True):
-        mark_failed(job_id, f"{type(exception).__name__}: {exception}")
 
 
 def fail_stale_jobs(older_than: timedelta) -> list[int]:

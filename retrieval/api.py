@@ -18,8 +18,8 @@ from rest_framework.renderers import BaseRenderer
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
+from jobs.errors import BrokerUnavailable
 from jobs.serializers import JobSerializer
-from jobs.services import BrokerUnavailable
 from retrieval import selectors
 from retrieval.errors import InputError
 from retrieval.input_rules import parse_id

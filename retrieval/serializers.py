@@ -10,8 +10,8 @@ from contextlib import contextmanager
 from rest_framework import serializers
 from rest_framework.fields import empty
 
+from jobs.errors import BrokerUnavailable
 from jobs.models import Job
-from jobs.services import BrokerUnavailable
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.errors import InputError
 from retrieval.metrics import run_metrics

@@ -10,7 +10,7 @@ from collections.abc import Iterable
 
 from django.core.management.base import BaseCommand, CommandError
 
-from jobs.services import BrokerUnavailable
+from jobs.errors import BrokerUnavailable
 from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
 

@@ -15,9 +15,10 @@ from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
+from jobs.errors import JobCancelled
 from jobs.models import Job
 from jobs.progress import Progress, no_progress, throttled
-from jobs.services import JobCancelled, create_job, dispatch_children, finish_job
+from jobs.services import create_job, dispatch_children, finish_job
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters, worth_caching
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run

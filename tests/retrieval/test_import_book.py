@@ -3,7 +3,7 @@
 import pytest
 from django.core.management import CommandError, call_command
 
-from jobs.services import JobCancelled
+from jobs.errors import JobCancelled
 from retrieval.models import Collection, Passage, Sentence
 from retrieval.services.importers import import_book
 from retrieval.text import split_sentences, strip_gutenberg

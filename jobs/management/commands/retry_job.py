@@ -4,8 +4,9 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
+from jobs.errors import BrokerUnavailable
 from jobs.models import Job
-from jobs.services import BrokerUnavailable, retry_job
+from jobs.services import retry_job
 from marginalia.command_checks import DATA_COMMAND_CHECKS
 
 
