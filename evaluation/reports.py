@@ -26,9 +26,8 @@ from jobs.models import Job
 from jobs.services import create_job, dispatch
 from judges.models import Judge
 from retrieval.errors import InputError
-from retrieval.metrics import get_run
 from retrieval.models import Run
-from retrieval.selectors import require_done
+from retrieval.selectors import get_run, require_done
 
 if TYPE_CHECKING:
     from evaluation.qrels import QrelsExport

@@ -369,14 +369,6 @@ def evaluate_run(
     return report
 
 
-def get_run(run_id, field: str = "run") -> Run:
-    """The run a command or request names, or an InputError naming the field."""
-    try:
-        return Run.objects.select_related("collection", "retriever").get(pk=int(run_id))
-    except (ValueError, TypeError, Run.DoesNotExist):
-        raise InputError(f"no run with id {run_id!r}", field=field) from None
-
-
 def run_metrics(run: Run) -> dict | None:
     """evaluate_run's report for a finished run (stored when it finished; computed for runs
     whose hits were written some other way); None while it is not done (no hits to score)."""

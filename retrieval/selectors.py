@@ -102,3 +102,11 @@ def _trec_run_lines(run: Run) -> Iterable[str]:
     )
     for query_id, passage_id, rank, score in hits.iterator(chunk_size=10000):
         yield f"{query_id} Q0 {passage_id} {rank} {score!r} {tag}"
+
+
+def get_run(run_id, field: str = "run") -> Run:
+    """The run a command or request names, or an InputError naming the field."""
+    try:
+        return Run.objects.select_related("collection", "retriever").get(pk=int(run_id))
+    except (ValueError, TypeError, Run.DoesNotExist):
+        raise InputError(f"no run with id {run_id!r}", field=field) from None

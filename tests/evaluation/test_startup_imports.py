@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = (
     "scipy",
@@ -52,16 +54,34 @@ def test_a_management_command_imports_no_heavy_library():
     assert heavy_modules_loaded(probe) == ""
 
 
-def test_a_data_command_checks_everything_but_the_urlconf_which_it_never_loads(tmp_path):
-    """Imports, exports and runs read no URL: their system checks leave out the URLconf's (the
-    views, serializers and API schema), which `manage.py check` and the web processes still run."""
+# What a data command must not load: the URLconf (views, serializers, API schema), the Celery
+# app (only commands that queue work need it), DRF's serializers with psycopg and
+# django.contrib.postgres (imported by its pagination check and template tags), numpy.
+WEB_AND_QUEUE = ("marginalia.urls", "celery", "rest_framework.serializers", "django.contrib.postgres", "numpy")
+
+
+@pytest.mark.parametrize(
+    "arguments, refusal",
+    [
+        (["export_run", "999999"], "no run with id '999999'"),
+        (["export_study", "999999"], "no study with id 999999"),
+        (["export_judgments", "999999"], "no study with id 999999"),
+        (["import_judgments", "999999", "missing.jsonl"], "no study with id 999999"),
+    ],
+)
+def test_a_data_command_runs_only_the_checks_about_data_and_loads_nothing_of_the_web_or_the_queue(
+    tmp_path, arguments, refusal
+):
+    """Imports and exports read no URL, render no template and queue nothing: their system
+    checks are the models', the database's and the like, which `manage.py check` and the web
+    processes run with all the others."""
     probe = (
-        "import atexit, sys; sys.argv = ['manage.py', 'export_run', '999999'];"
-        "atexit.register(lambda: print('marginalia.urls' in sys.modules, file=sys.stderr));"
+        f"import atexit, sys; sys.argv = ['manage.py', *{arguments!r}];"
+        f"atexit.register(lambda: print(','.join(m for m in {WEB_AND_QUEUE!r} if m in sys.modules), file=sys.stderr));"
         "import runpy; runpy.run_path('manage.py', run_name='__main__')"
     )
     env = {**ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "MARGINALIA_DATA_DIR": str(tmp_path)}
     subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
-    assert "no run with id '999999'" in result.stderr and result.returncode == 1
-    assert result.stderr.strip().splitlines()[-1] == "False"
+    assert refusal in result.stderr and result.returncode == 1
+    assert result.stderr.splitlines()[-1] == ""

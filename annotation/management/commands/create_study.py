@@ -28,8 +28,8 @@ from retrieval.errors import InputError
 from retrieval.input_rules import load_json, read_text
 from retrieval.management.arguments import collection_named
 from retrieval.management.base import JsonCommand
-from retrieval.metrics import get_run
 from retrieval.models import Run
+from retrieval.selectors import get_run
 from retrieval.services.runs import parse_context
 from retrieval.wording import counted
 

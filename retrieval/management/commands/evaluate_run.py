@@ -3,7 +3,8 @@ metrics with standard errors, overall, by quote length and by any query field; p
 request."""
 
 from retrieval.management.base import JsonCommand
-from retrieval.metrics import evaluate_run, get_run
+from retrieval.metrics import evaluate_run
+from retrieval.selectors import get_run
 
 
 class Command(JsonCommand):

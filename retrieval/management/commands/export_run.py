@@ -5,8 +5,7 @@ from django.core.management.base import BaseCommand, CommandError
 from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
 from retrieval.management.base import write_lines
-from retrieval.metrics import get_run
-from retrieval.selectors import trec_run_lines
+from retrieval.selectors import get_run, trec_run_lines
 
 
 class Command(BaseCommand):

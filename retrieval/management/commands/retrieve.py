@@ -8,8 +8,8 @@ from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.errors import InputError
 from retrieval.management.arguments import add_context_argument, collection_named, context_option
 from retrieval.management.base import JsonCommand
-from retrieval.metrics import get_run
 from retrieval.rerankers import RERANKERS, rerank_with
+from retrieval.selectors import get_run
 from retrieval.services.runs import (
     DEFAULT_DEPTH,
     create_run,
