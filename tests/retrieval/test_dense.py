@@ -57,6 +57,58 @@ def test_encode_matches_sentence_transformers_in_input_order(reference_model):
     np.testing.assert_allclose(ours, reference_model.encode(texts, batch_size=64), atol=1e-5)
 
 
+def test_the_gpu_feeding_sorts_by_characters_and_tokenises_ahead_with_the_same_embeddings(reference_model):
+    """What CUDA uses (SORT_BY, PREPARE_AHEAD), run here on the CPU: batches ordered by character
+    length and tokenised by a thread two batches ahead give the same rows, in input order."""
+    model = load_model(default_model(), "cpu")
+    texts = TEXTS * 4
+    seen = []
+    fed = encode(
+        model, texts, batch_size=3, sort_by="characters", prepare_ahead=2, progress=lambda f, m: seen.append(m)
+    )
+
+    np.testing.assert_allclose(fed, encode(model, texts, batch_size=3), atol=1e-6)
+    np.testing.assert_allclose(fed, reference_model.encode(texts, batch_size=64), atol=1e-5)
+    assert seen[-1] == f"encoding {len(texts)}/{len(texts)}" and len(seen) == 8
+    assert dense.SORT_BY == {"cpu": "tokens", "cuda": "characters"} and dense.PREPARE_AHEAD["cpu"] == 0
+
+
+def test_features_are_built_without_the_tokenizers_slow_conversion_when_they_are_identical():
+    """The fast features (numpy instead of transformers' per-token conversion) are used only when
+    they equal model.preprocess's on the batch and on texts that expose skipped steps."""
+    model = load_model(default_model(), "cpu")
+    build = dense.feature_builder(model, TEXTS)
+    assert build.func is dense.text_features
+
+    ours, expected = build(TEXTS + dense.FEATURE_PROBES), model.preprocess(TEXTS + dense.FEATURE_PROBES)
+    assert ours["modality"] == expected["modality"] == "text"
+    assert all(torch.equal(ours[key], expected[key]) for key in ("input_ids", "token_type_ids", "attention_mask"))
+    assert ours["input_ids"].shape[1] == model.max_seq_length  # the long probe is truncated alike
+
+
+class StrippingModel:
+    """A model whose preprocessing does something the fast features skip."""
+
+    def __init__(self, model):
+        self.tokenizer, self.max_seq_length, self.inner = model.tokenizer, model.max_seq_length, model
+
+    def preprocess(self, texts):
+        return self.inner.preprocess([text.upper() + " !" for text in texts])
+
+
+def test_a_model_whose_preprocessing_differs_keeps_its_own():
+    model = StrippingModel(load_model(default_model(), "cpu"))
+    assert dense.feature_builder(model, TEXTS) == model.preprocess
+
+
+def test_texts_are_batched_longest_first_by_tokens_or_by_characters():
+    model = load_model(default_model(), "cpu")
+    texts = ["a b c d e f", "understanding everything", "x", "a b c d e f"]  # 11, 24, 1, 11 chars; 8, 4, 3, 8 tokens
+
+    assert dense.length_order(model, texts, "characters").tolist() == [1, 0, 3, 2]
+    assert dense.length_order(model, texts, "tokens").tolist() == [0, 3, 1, 2]
+
+
 def test_encoding_nothing_gives_an_empty_matrix_of_the_right_width():
     assert encode(load_model(default_model(), "cpu"), []).shape == (0, 384)
 
