@@ -155,12 +155,8 @@ def token_lengths(model: SentenceTransformer, texts: list[str]) -> np.ndarray:
     return np.asarray(lengths)
 
 
-def embed_batch(model: SentenceTransformer, texts: list[str]) -> torch.Tensor:
-    """Sentence embeddings of one batch on the model's device, with gradients if enabled."""
-    return embed_features(model, model.preprocess(texts))
-
-
 def embed_features(model: SentenceTransformer, features: dict) -> torch.Tensor:
+    """Sentence embeddings of one tokenised batch on the model's device, with gradients if enabled."""
     return model(batch_to_device(features, model.device))["sentence_embedding"]
 
 
