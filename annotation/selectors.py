@@ -8,7 +8,7 @@ external ids (BIRCO's WhatsThatBook ids give the answer away), nor anyone else's
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from django.db.models import Count, Q, QuerySet
 
@@ -52,10 +52,14 @@ def query_display_text(query: Query, context_left: int, context_right: int) -> s
     return " ".join(parts)
 
 
-def span_target_text(study: Study, item: Item, target: str) -> str:
-    """The exact text whose character offsets a span of `target` ("query" or "passage") counts."""
+def span_target_text(study: Study, item: Item, target: str, shown: Sequence[ItemCandidate] | None = None) -> str:
+    """The exact text whose character offsets a span of `target` ("query" or "passage") counts:
+    the query as shown, or the first candidate's passage (from `shown`, the candidates in display
+    order, when the caller has them)."""
     if target == "query":
         return query_display_text(item.query, study.context_left, study.context_right)
+    if shown is not None:
+        return shown[0].passage.text
     return ItemCandidate.objects.filter(item=item).order_by("position").values_list("passage__text", flat=True)[0]
 
 

@@ -12,6 +12,7 @@ adjudication.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from retrieval.errors import InputError
@@ -71,9 +72,12 @@ def validate_answer(
     rubric=None,
     rationale="",
     selections=None,
+    shown: Sequence[ItemCandidate] | None = None,
 ) -> Answer:
     """The answer to `item` checked against the study's kind and schema, or InputError naming
     the field (position/candidate, label, spans, rubric.<name>, rationale, selections).
+    `shown` is the item's candidates in display order, their passages loaded, when the caller
+    has them (an import reads every item's at once); otherwise they are read here.
 
     Proxy: one candidate (the ItemCandidate or its display position); nothing else.
     Label kinds: a label from the schema's values (an int, or its digits as text from a form),
@@ -89,14 +93,14 @@ def validate_answer(
     if schema["multi_select"]:
         if label is not None:
             raise InputError("this study asks to select the matching passages, not for a label", field="label")
-        chosen, value = _selections(item, selections), None
+        chosen, value = _selections(item, selections, shown=shown), None
     else:
         if selections:
             raise InputError("this study asks for one label, not a selection", field="selections")
         chosen, value = [], _integer_in(label, schema["values"], "label")
     return Answer(
         label=value,
-        spans=_spans(study, item, schema, spans),
+        spans=_spans(study, item, schema, spans, shown),
         rubric=_rubric(schema["rubric"], rubric),
         rationale=_rationale(schema["rationale"], rationale),
         selections=chosen,
@@ -169,7 +173,9 @@ def _integer_in(value, allowed: list[int], field_name: str) -> int:
     return number
 
 
-def _selections(item: Item, selections, *, field_name: str = "selections") -> list[int]:
+def _selections(
+    item: Item, selections, *, field_name: str = "selections", shown: Sequence[ItemCandidate] | None = None
+) -> list[int]:
     if selections is None:
         raise InputError("required: the positions selected (an empty list when none)", field=field_name)
     if not isinstance(selections, (list, tuple)):
@@ -177,14 +183,18 @@ def _selections(item: Item, selections, *, field_name: str = "selections") -> li
     positions = [_integer(value, field_name) for value in selections]
     if len(set(positions)) != len(positions):
         raise InputError(f"a position is selected twice: {positions}", field=field_name)
-    shown = set(item.candidates.values_list("position", flat=True))
-    outside = sorted(set(positions) - shown)
+    positions_shown = (
+        {candidate.position for candidate in shown}
+        if shown is not None
+        else set(item.candidates.values_list("position", flat=True))
+    )
+    outside = sorted(set(positions) - positions_shown)
     if outside:
         raise InputError(f"this item has no candidate at position {outside[0]}", field=field_name)
     return sorted(positions)
 
 
-def _spans(study: Study, item: Item, schema: dict, spans) -> list[dict]:
+def _spans(study: Study, item: Item, schema: dict, spans, shown: Sequence[ItemCandidate] | None) -> list[dict]:
     """Character ranges [start, end) into the text the annotator was shown for the schema's
     target, sorted; a span's target defaults to the schema's."""
     spans = [] if spans is None else spans
@@ -199,7 +209,7 @@ def _spans(study: Study, item: Item, schema: dict, spans) -> list[dict]:
         return []
     if len(spans) > MAX_SPANS:
         raise InputError(f"at most {MAX_SPANS} spans", field="spans")
-    length = len(span_target_text(study, item, target))
+    length = len(span_target_text(study, item, target, shown))
     cleaned = set()
     for index, span in enumerate(spans):
         where = f"spans[{index}]"

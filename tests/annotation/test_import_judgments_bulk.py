@@ -15,6 +15,7 @@ from tests.factories import (
     export_study,
     make_annotator,
     make_bulk_proxy_study,
+    make_label_study,
     make_relic_proxy_study,
     write_jsonl,
 )
@@ -57,6 +58,36 @@ def test_the_statements_of_an_import_do_not_grow_with_its_rows(tmp_path):
     assert inserts <= 1 + 2 * math.ceil(300 / 60)
     assert Judgment.objects.filter(item__study=study).count() == 330
     assert Assignment.objects.filter(item__study=study, state=Assignment.State.SUBMITTED).count() == 330
+
+
+def label_rows(study, items: slice, annotators: list[str], answer: dict) -> list[dict]:
+    item_ids = list(study.items.order_by("position").values_list("pk", flat=True))[items]
+    return [{"item": item, "annotator": name, **answer} for item in item_ids for name in annotators]
+
+
+@pytest.mark.parametrize(
+    "schema, candidates, answer",
+    [
+        ({"multi_select": True, "spans": "query"}, 3, {"selections": [0, 2], "spans": [{"start": 0, "end": 5}]}),
+        ({"spans": "passage"}, 1, {"label": 1, "spans": [{"target": "passage", "start": 0, "end": 7}]}),
+    ],
+    ids=["multi-select with query spans", "label with passage spans"],
+)
+def test_a_label_studys_selections_and_spans_are_checked_without_a_statement_per_row(
+    tmp_path, schema, candidates, answer
+):
+    """Selections are checked against the item's shown positions and spans against the shown
+    text, both read with the items, not once per row."""
+    study = make_label_study(items=110, candidates=candidates, label_schema=schema, judgments_per_item=3)
+    small = write_jsonl(tmp_path / "small.jsonl", label_rows(study, slice(0, 10), ["a0", "a1", "a2"], answer))
+    large = write_jsonl(tmp_path / "large.jsonl", label_rows(study, slice(10, 110), ["b0", "b1", "b2"], answer))
+
+    (thirty, _), (three_hundred, _) = statements_of_import(study, small), statements_of_import(study, large)
+
+    assert thirty == three_hundred
+    stored = Judgment.objects.filter(item__study=study)
+    expected_spans = [{"target": schema["spans"], **answer["spans"][0]}]
+    assert stored.count() == 330 and all(judgment.spans == expected_spans for judgment in stored)
 
 
 def test_an_annotators_active_claim_is_completed_and_other_claims_keep_their_slots(tmp_path):
