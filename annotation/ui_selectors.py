@@ -27,7 +27,7 @@ from .selectors import (
 )
 from .services import annotator_refusal
 from .services.qualification import QualificationStatus, qualification_state
-from .services.quality import disagreement_items, quality_overview
+from .services.quality import QualityMeasures, disagreement_items, quality_overview
 
 # One key per option, so a single key press always picks exactly one candidate: 1-9, 0 for the
 # tenth, then letters for options 11-20 (k is at most 20).
@@ -327,10 +327,10 @@ QUALIFICATION_WORDS = {
 }
 
 
-def quality_page(study: Study) -> dict:
+def quality_page(study: Study, measures: QualityMeasures | None = None) -> dict:
     """The staff quality page: quality_overview's per-annotator measures as table rows (shares
     as percentages), each with their open flags (to resolve) and their block, if any."""
-    overview = quality_overview(study)
+    overview = quality_overview(study, measures)
     flags = defaultdict(list)
     for flag in AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True).select_related("annotator"):
         flags[flag.annotator.username].append(flag)

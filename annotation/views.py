@@ -48,6 +48,7 @@ from .services.quality import (
     block_annotator,
     designate_items,
     next_peer_review,
+    quality_measures,
     refresh_flags,
     resolve_flag,
     sample_for_peer_review,
@@ -265,13 +266,14 @@ def study_quality(request, study_id: int):
     """Per-annotator quality (gold accuracy, speed, peer pass rate, flags) with the actions staff
     take on it. Looking refreshes the automatic flags first."""
     study = get_object_or_404(Study, pk=study_id)
-    refresh_flags(study)
+    measures = quality_measures(study)
+    refresh_flags(study, measures=measures)
     return render(
         request,
         "annotation/study_quality.html",
         {
             "study": study,
-            "quality": quality_page(study),
+            "quality": quality_page(study, measures),
             "designate_form": DesignateForm(),
         },
     )

@@ -235,6 +235,21 @@ def peer_pass_rates(study: Study) -> dict[str, Rate]:
 
 
 @dataclass(frozen=True)
+class QualityMeasures:
+    """What the automatic flags and the quality overview are computed from. The staff page
+    refreshes the flags and then shows the overview: it reads these once for both (at 100K
+    items each is a pass over every judgment)."""
+
+    gold: dict[str, Rate]
+    peer: dict[str, Rate]
+    speed: Speeds
+
+
+def quality_measures(study: Study) -> QualityMeasures:
+    return QualityMeasures(gold=gold_accuracy(study), peer=peer_pass_rates(study), speed=speeds(study))
+
+
+@dataclass(frozen=True)
 class _Finding:
     username: str
     reason: str
@@ -244,9 +259,9 @@ class _Finding:
     details: dict
 
 
-def _findings(study: Study, min_evidence: int) -> list[_Finding]:
+def _findings(study: Study, min_evidence: int, measures: QualityMeasures) -> list[_Finding]:
     findings = []
-    for username, rate in gold_accuracy(study).items():
+    for username, rate in measures.gold.items():
         if rate.total >= min_evidence and rate.rate < study.gold_accuracy_threshold:
             findings.append(
                 _Finding(
@@ -258,7 +273,7 @@ def _findings(study: Study, min_evidence: int) -> list[_Finding]:
                     {"correct": rate.hits, "gold_judgments": rate.total},
                 )
             )
-    speed = speeds(study)
+    speed = measures.speed
     if speed.study_median:
         limit = study.fast_fraction * speed.study_median
         for username, median in speed.medians.items():
@@ -278,7 +293,7 @@ def _findings(study: Study, min_evidence: int) -> list[_Finding]:
                         },
                     )
                 )
-    for username, rate in peer_pass_rates(study).items():
+    for username, rate in measures.peer.items():
         if rate.total >= min_evidence and rate.rate < study.peer_pass_target:
             findings.append(
                 _Finding(
@@ -293,13 +308,15 @@ def _findings(study: Study, min_evidence: int) -> list[_Finding]:
     return findings
 
 
-def refresh_flags(study: Study, *, min_evidence: int = MIN_FLAG_EVIDENCE) -> dict:
+def refresh_flags(
+    study: Study, *, min_evidence: int = MIN_FLAG_EVIDENCE, measures: QualityMeasures | None = None
+) -> dict:
     """Raise open flags for annotators below the study's gold-accuracy threshold, faster than
     fast_fraction x the study's median seconds, or below the peer pass target (each with at
     least `min_evidence` observations). Idempotent: an open flag is updated in place; a resolved
     one comes back only when its evidence has grown since staff resolved it.
     Returns {"created": n, "updated": n, "open": n}."""
-    findings = _findings(study, min_evidence)
+    findings = _findings(study, min_evidence, measures or quality_measures(study))
     users = {
         user.username: user
         for user in get_user_model().objects.filter(username__in={finding.username for finding in findings})
@@ -591,11 +608,12 @@ def adjudicate(
 # --- overview ----------------------------------------------------------------------------------
 
 
-def quality_overview(study: Study) -> dict:
+def quality_overview(study: Study, measures: QualityMeasures | None = None) -> dict:
     """Staff's view of a study's quality in one object: settings, item roles, and per annotator
     their counted judgments, gold accuracy, median seconds, peer pass rate, qualification,
     block and open flags; plus disagreement and adjudication counts."""
-    gold, peer, speed = gold_accuracy(study), peer_pass_rates(study), speeds(study)
+    measures = measures or quality_measures(study)
+    gold, peer, speed = measures.gold, measures.peer, measures.speed
     counted = Counter(counted_judgments(study).values_list("annotator__username", flat=True))
     blocks = {
         block.annotator.username: block for block in StudyBlock.objects.filter(study=study).select_related("annotator")

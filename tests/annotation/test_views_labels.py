@@ -10,7 +10,7 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Adjudication, Item, Judgment, PeerReview, QualificationAttempt, Study, StudyBlock
-from annotation.services import claim_next_item, create_relevance_study, submit_judgment
+from annotation.services import claim_next_item, create_relevance_study, quality, submit_judgment
 from annotation.services.quality import designate_items, sample_for_peer_review
 from retrieval.models import Passage
 from tests.factories import (
@@ -357,6 +357,27 @@ def test_annotators_cannot_open_the_quality_pages(client, url_name):
 
 
 # --- staff: quality, blocking, adjudication ------------------------------------------------------------
+
+
+def test_the_quality_page_reads_each_measure_once_for_its_flags_and_its_table(client, monkeypatch):
+    """Looking refreshes the flags and shows the table from the same gold accuracy, speeds and
+    peer pass rates (each a pass over every judgment)."""
+    study = make_plot_relevance_study(judgments_per_item=1)
+    gold = study.items.order_by("position").first()
+    designate_items(study, Item.Role.GOLD, items=[gold], expected={gold.pk: 1})
+    judge(study, make_annotator("careless"), label=0, seconds=3)
+    calls = []
+    for name in ("gold_accuracy", "speeds", "peer_pass_rates"):
+        measure = getattr(quality, name)
+        monkeypatch.setattr(
+            quality, name, lambda study, measure=measure, name=name: calls.append(name) or measure(study)
+        )
+    login(client, make_user("organiser", staff=True))
+
+    page = client.get(reverse("study_quality", args=[study.pk])).content.decode()
+
+    assert sorted(calls) == ["gold_accuracy", "peer_pass_rates", "speeds"]
+    assert '<td class="gold">0 % <span class="muted">(0/1)</span></td>' in page
 
 
 def test_the_quality_page_lists_gold_accuracy_and_blocks_only_with_a_reason(client):
