@@ -15,6 +15,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import permissions, serializers, status
 from rest_framework.exceptions import ValidationError
+from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -200,13 +201,20 @@ class BlockDetailView(APIView):
 
 class DisagreementListView(APIView):
     """Staff: items whose counted judgments disagree, with the answers' counts and any
-    adjudication (the adjudication page's data)."""
+    adjudication (the adjudication page's data), a page at a time like the API's other lists
+    (`?page=N`; `count`, `next`, `previous`, `results`): a 100K-item study disputes tens of
+    thousands of items."""
 
     permission_classes = [permissions.IsAdminUser]
 
-    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        parameters=[OpenApiParameter("page", int, description="1-based page number")],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request, study_id):
-        return Response({"items": disagreement_items(get_object_or_404(Study, pk=study_id))})
+        paginator = PageNumberPagination()
+        page = paginator.paginate_queryset(disagreement_items(get_object_or_404(Study, pk=study_id)), request, self)
+        return paginator.get_paginated_response(page)
 
 
 class AdjudicateView(APIView):

@@ -7,11 +7,13 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from annotation.models import Adjudication, AnnotatorFlag, Item, PeerReview, StudyBlock
+from annotation.services.quality import disagreement_items
 from tests.factories import (
     add_judgment,
     api_client,
     call_json_command,
     make_annotator,
+    make_bulk_proxy_study,
     make_relic_proxy_study,
     make_user,
 )
@@ -100,7 +102,9 @@ def test_blocking_refuses_unknown_users_and_missing_reasons(study):
 
 def test_staff_list_disagreements_and_adjudicate(study):
     staff = api_client(make_user("judge", staff=True))
-    rows = staff.get(f"/api/studies/{study.pk}/disagreements/").json()["items"]
+    listed = staff.get(f"/api/studies/{study.pk}/disagreements/").json()
+    rows = listed["results"]
+    assert listed["count"] == len(rows) and listed["next"] is None
     disputed = [row for row in rows if row["gold_position"] != 0]
     assert disputed
     item = disputed[0]["item"]
@@ -111,6 +115,21 @@ def test_staff_list_disagreements_and_adjudicate(study):
     assert decided.json()["decided_by"] == "judge" and decided.json()["position"] == disputed[0]["gold_position"]
     wrong = staff.post(f"/api/items/{item}/adjudicate/", {"position": 17}, format="json")
     assert wrong.status_code == 400 and "position" in wrong.json()
+
+
+def test_disagreements_come_a_hundred_a_page_in_study_order():
+    study = make_bulk_proxy_study(300)
+    everything = disagreement_items(study)
+    assert len(everything) > 100
+    staff = api_client(make_user(staff=True))
+
+    first = staff.get(f"/api/studies/{study.pk}/disagreements/").json()
+    second = staff.get(first["next"]).json()
+
+    assert first["count"] == second["count"] == len(everything) and len(first["results"]) == 100
+    assert first["results"] + second["results"] == everything[:200]
+    assert staff.get(f"/api/studies/{study.pk}/disagreements/?page=99").status_code == 404
+    assert api_client(make_annotator()).get(first["next"]).status_code == 403
 
 
 def test_peer_review_from_sampling_to_verdict(study):
