@@ -10,11 +10,11 @@ import json
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.core.management import call_command
-from django.db import connection
 from rest_framework.test import APIClient
 
 from annotation.models import AnnotatorProfile, Item, ItemCandidate, Judgment, Study
 from retrieval.models import Collection, Document, Hit, Passage, PoolEntry, Qrel, Query, Retriever, Run, Sentence
+from retrieval.planner import refresh_statistics
 
 _sequence = itertools.count(1)
 
@@ -746,13 +746,8 @@ def make_bulk_proxy_study(
 
 
 def analyze_after_bulk_load() -> None:
-    """Refresh Postgres's table statistics, as autovacuum does once a real bulk import commits.
-    A test's rows are never committed, so autovacuum never sees them: Postgres would plan the
-    10K-item study's queries for the near-empty tables earlier tests left (a nested loop over
-    every item for every candidate: minutes). ANALYZE counts its own transaction's rows."""
-    if connection.vendor != "postgresql":
-        return
-    tables = [model._meta.db_table for model in (Query, Passage, Item, ItemCandidate, Hit, Judgment)]
-    with connection.cursor() as cursor:
-        for table in tables:
-            cursor.execute(f'ANALYZE "{table}"')
+    """Refresh Postgres's table statistics, as the platform's own bulk writes do
+    (retrieval.planner): make_bulk_proxy_study writes straight into the tables, and a test's rows
+    are never committed, so autovacuum never sees them either. Postgres would plan the 10K-item
+    study's queries for the near-empty tables earlier tests left (minutes)."""
+    refresh_statistics(Query, Passage, Item, ItemCandidate, Hit, Judgment)

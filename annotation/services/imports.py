@@ -34,6 +34,7 @@ from django.utils import timezone
 from retrieval.chunks import chunks
 from retrieval.errors import InputError
 from retrieval.input_rules import read_jsonl
+from retrieval.planner import refresh_statistics
 
 from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study, StudyBlock
 from .labels import Answer, validate_answer
@@ -270,6 +271,7 @@ def _write(study: Study, rows: list[_Row], users: dict, file: str) -> None:
     for chunk in chunks(plan.completed, ITEMS_PER_QUERY):
         Assignment.objects.filter(pk__in=chunk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
     Judgment.objects.bulk_create(plan.judgments, batch_size=ROWS_PER_INSERT)
+    refresh_statistics(Assignment, Judgment)
 
 
 def _place(study: Study, rows: list[_Row], live: list[Assignment], users: dict, now, plan: _Plan) -> None:

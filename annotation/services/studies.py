@@ -34,6 +34,7 @@ from django.db import transaction
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
 from retrieval.models import Collection, Document, Hit, Passage, Qrel, Query, Run
+from retrieval.planner import refresh_statistics
 from retrieval.selectors import require_done
 
 from ..models import Item, ItemCandidate, Study
@@ -198,6 +199,7 @@ def store_study(
             for position, candidate in enumerate(entry.candidates):
                 candidate.item, candidate.position = item, position
         ItemCandidate.objects.bulk_create([candidate for entry in planned for candidate in entry.candidates])
+        refresh_statistics(Item, ItemCandidate)
         if any(entry.sources for entry in planned):
             study.parameters["sources"] = {str(item.pk): entry.sources for item, entry in zip(items, planned)}
             study.save(update_fields=["parameters"])

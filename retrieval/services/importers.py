@@ -29,6 +29,7 @@ from jobs.progress import Progress, no_progress
 from ..errors import InputError
 from ..input_rules import check_integer, json_type, load_json, read_jsonl, read_lines, read_text
 from ..models import Collection, Document, Passage, PoolEntry, Qrel, Query, Sentence
+from ..planner import refresh_statistics
 from ..text import MAX_WINDOW, split_sentences, strip_gutenberg, window_counts
 from .runs import warm_term_counts
 
@@ -68,12 +69,14 @@ def _check_new_collection(name: str | None) -> str:
 
 
 def _bulk_create(model: type[models.Model], rows: list, progress: Progress, span: tuple[float, float], message: str):
-    """Insert `rows` in batches, reporting progress across `span` (fractions of the whole import)."""
+    """Insert `rows` in batches, reporting progress across `span` (fractions of the whole import),
+    then refresh the table's planner statistics (retrieval.planner)."""
     low, high = span
     for offset in range(0, len(rows), BATCH_SIZE):
         model.objects.bulk_create(rows[offset : offset + BATCH_SIZE])
         done = min(len(rows), offset + BATCH_SIZE)
         progress(low + (high - low) * done / len(rows), f"{message} {done}/{len(rows)}")
+    refresh_statistics(model)
 
 
 def _window_passage(document: Document, sentences: list[str], start: int, length: int, ordinal: int) -> Passage:

@@ -23,6 +23,7 @@ from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
 from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
+from retrieval.planner import refresh_statistics
 from retrieval.scoring import Scorer, query_text
 
 from .candidates import CandidateSet, PassageRow, candidate_sets
@@ -359,6 +360,7 @@ def _finish(run: Run, seconds: float) -> Run:
     if not Run.objects.filter(pk=run.pk, status=Run.Status.RUNNING).update(status=Run.Status.DONE, seconds=seconds):
         return None
     run.refresh_from_db()
+    refresh_statistics(Hit, RunQuery)
     run.metrics = evaluate_run(run)
     run.save(update_fields=["metrics"])
     return run
