@@ -17,7 +17,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.contrib.auth import get_user_model
 from django.db import connections
-from django.db.models import Count, Max, Min, Q, QuerySet, Sum
+from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 
 from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
@@ -277,21 +277,36 @@ def adjudicated_answers(study: Study) -> dict[int, tuple[int | None, tuple[int, 
 def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
     """A digest of everything a study report depends on. Any new, voided or excluded judgment,
     any block or adjudication, any change to items, known answers, candidates, the study's
-    settings or the runs' hits changes it."""
-    counted = counted_judgments(study).order_by().aggregate(count=Count("id"), last=Max("id"), id_sum=Sum("id"))
-    judgments = Judgment.objects.filter(item__study=study)
-    every = judgments.aggregate(
+    settings or the runs' hits changes it.
+
+    The large tables are summed up by the database, not read (reading every item was most of
+    the cost of serving a cached report at 100K items). A count and the largest id show any
+    insertion or deletion, since ids only grow (SQLite's AUTOINCREMENT and Postgres' sequences
+    never give one out again). Judgments and candidates are never edited but for voiding, which
+    is never undone: the count of voided judgments shows each. Which judgments count follows
+    from these, the items' roles and the blocks. Roles and known answers are edited: the items
+    that are not plain work items (hidden gold, qualification, or with a known answer) are
+    listed."""
+    every = Judgment.objects.filter(item__study=study).aggregate(
         count=Count("id"), last=Max("id"), voided=Count("id", filter=Q(voided=True)), last_voided=Max("voided_at")
     )
-    items = sorted(Item.objects.filter(study=study).values_list("id", "role", "expected_label"))
+    study_items = Item.objects.filter(study=study)
+    items = {
+        **study_items.aggregate(count=Count("id"), last=Max("id")),
+        "not_plain_work": sorted(
+            study_items.exclude(role=Item.Role.WORK, expected_label__isnull=True).values_list(
+                "id", "role", "expected_label"
+            )
+        ),
+    }
     candidates = ItemCandidate.objects.filter(item__study=study).aggregate(
         count=Count("id"), last=Max("id"), golds=Count("id", filter=Q(is_gold=True))
     )
     blocks = sorted(StudyBlock.objects.filter(study=study).values_list("annotator_id", "exclude_judgments"))
     blocked_everywhere = sorted(
-        AnnotatorProfile.objects.filter(blocked=True, user__judgments__item__study=study)
-        .values_list("user_id", flat=True)
-        .distinct()
+        AnnotatorProfile.objects.filter(
+            Exists(Judgment.objects.filter(annotator=OuterRef("user"), item__study=study)), blocked=True
+        ).values_list("user_id", flat=True)
     )
     adjudications = sorted(
         Adjudication.objects.filter(item__study=study).values_list(
@@ -313,7 +328,6 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
             study.context_left,
             study.context_right,
         ],
-        "counted": counted,
         "judgments": every,
         "items": items,
         "candidates": candidates,
