@@ -15,7 +15,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 import numpy as np
-from statsmodels.stats.contingency_tables import mcnemar
 
 from annotation.models import Study
 from evaluation import label_agreement as stats
@@ -80,6 +79,10 @@ def proxy_judges(
     sections = {}
     gold_of = dict(zip(items.ids.tolist(), items.gold.tolist(), strict=True))
     for judge, answers in study_judge_answers(study).items():
+        # Loaded here: statsmodels and the pandas it imports take half a second to load, which
+        # every report process paid, though most studies have no judge.
+        from statsmodels.stats.contingency_tables import mcnemar
+
         chosen = {item_id: _first(answers.get(item_id, []), "position") for item_id in gold_of}
         correct = [chosen[item_id] == gold for item_id, gold in gold_of.items() if chosen[item_id] is not None]
         paired = [(row, item_id) for row, item_id in enumerate(complete.tolist()) if chosen[item_id] is not None]

@@ -235,7 +235,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     _require_proxy(study)
     shown = proxy_items(study)
     items = shown.take(shown.gold >= 0)
-    choices = proxy_choices(study, shown)
+    choices = proxy_choices(study)
     judged = np.bincount(shown.rows(choices.item_ids), minlength=len(shown.ids))[shown.gold >= 0]
     required = study.judgments_per_item
     complete = np.flatnonzero(judged == required)

@@ -5,12 +5,12 @@ import pytest
 from statsmodels.stats.contingency_tables import mcnemar
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 
-from annotation.models import ItemCandidate, Study
+from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
 from annotation.services.queue import void_judgment
 from evaluation import services
 from evaluation.models import StudyReport
 from evaluation.reports import resolve_model_runs
-from evaluation.selectors import shown_items
+from evaluation.selectors import report_fingerprint, shown_items
 from evaluation.services import cached_study_report, study_report
 from retrieval.errors import InputError
 from tests.evaluation.conftest import COMPLETE_COUNTS
@@ -222,6 +222,124 @@ class TestCache:
         keys = set(StudyReport.objects.values_list("model_runs_key", flat=True))
         runs = sorted([hand_worked.dense.pk, hand_worked.bm25.pk])
         assert keys == {"", str(hand_worked.dense.pk), f"{runs[0]},{runs[1]}"}
+
+
+# The fingerprint sums the large tables up in the database instead of reading them: each change its
+# docstring names still changes it, including those that keep a table's row count.
+
+
+def _fingerprint(hand_worked) -> str:
+    return report_fingerprint(hand_worked.study, [hand_worked.dense])
+
+
+def _set_item(item, **fields):
+    Item.objects.filter(pk=item.pk).update(**fields)
+
+
+def _a_new_judgment(w):
+    add_judgment(w.items[4], w.annotators[2], 1)
+
+
+def _a_voided_judgment(w):
+    void_judgment(w.items[0].judgments.first(), by=make_user(staff=True), reason="duplicate")
+
+
+def _a_deleted_judgment(w):
+    w.items[0].judgments.first().delete()
+
+
+def _a_judgment_deleted_and_another_added(w):
+    w.items[0].judgments.get(annotator=w.annotators[0]).delete()
+    add_judgment(w.items[4], w.annotators[2], 1)
+
+
+def _a_block_excluding_judgments(w):
+    StudyBlock.objects.create(study=w.study, annotator=w.annotators[0], reason="too fast")
+
+
+def _a_block_keeping_judgments_made_excluding(w):
+    StudyBlock.objects.filter(study=w.study).update(exclude_judgments=True)
+
+
+def _an_annotator_blocked_everywhere(w):
+    AnnotatorProfile.objects.create(user=w.annotators[1], blocked=True, blocked_reason="spam")
+
+
+def _an_adjudication(w):
+    Adjudication.objects.create(item=w.items[2], choice=w.items[2].candidates.get(position=2))
+
+
+def _an_item_made_hidden_gold(w):
+    _set_item(w.items[1], role=Item.Role.GOLD)
+
+
+def _hidden_gold_moved_to_another_item(w):
+    _set_item(w.items[1], role=Item.Role.WORK)
+    _set_item(w.items[2], role=Item.Role.GOLD)
+
+
+def _a_known_answer_given(w):
+    _set_item(w.items[1], expected_label=1)
+
+
+def _a_known_answer_changed(w):
+    _set_item(w.items[3], expected_label=2)
+
+
+def _a_study_setting(w):
+    Study.objects.filter(pk=w.study.pk).update(judgments_per_item=2)
+    w.study.refresh_from_db()
+
+
+def _a_new_hit_of_a_compared_run(w):
+    item = w.items[3]
+    w.dense.hits.create(query=item.query, passage=item.candidates.get(is_gold=True).passage, rank=2, score=1.0)
+
+
+def _starting_with_a_block_keeping_judgments(w):
+    StudyBlock.objects.create(study=w.study, annotator=w.annotators[0], reason="warned", exclude_judgments=False)
+
+
+def _starting_with_hidden_gold_and_a_known_answer(w):
+    _set_item(w.items[1], role=Item.Role.GOLD)
+    _set_item(w.items[3], expected_label=1)
+
+
+@pytest.mark.parametrize(
+    ("before", "change"),
+    [
+        (None, _a_new_judgment),
+        (None, _a_voided_judgment),
+        (None, _a_deleted_judgment),
+        (None, _a_judgment_deleted_and_another_added),
+        (None, _a_block_excluding_judgments),
+        (_starting_with_a_block_keeping_judgments, _a_block_keeping_judgments_made_excluding),
+        (None, _an_annotator_blocked_everywhere),
+        (None, _an_adjudication),
+        (None, _an_item_made_hidden_gold),
+        (_starting_with_hidden_gold_and_a_known_answer, _hidden_gold_moved_to_another_item),
+        (None, _a_known_answer_given),
+        (_starting_with_hidden_gold_and_a_known_answer, _a_known_answer_changed),
+        (None, _a_study_setting),
+        (None, _a_new_hit_of_a_compared_run),
+    ],
+    ids=lambda step: step.__name__.strip("_").replace("_", " ") if step else "as built",
+)
+def test_each_change_the_report_depends_on_changes_its_fingerprint(hand_worked, before, change):
+    if before is not None:
+        before(hand_worked)
+    unchanged = _fingerprint(hand_worked)
+    change(hand_worked)
+    assert _fingerprint(hand_worked) != unchanged
+
+
+def test_the_fingerprint_ignores_other_studies(hand_worked):
+    unchanged = _fingerprint(hand_worked)
+    other = make_proxy_study(make_collection(), gold_positions=[0, 1])
+    for item in other.items.all():
+        add_judgment(item, hand_worked.annotators[0], 0)
+    void_judgment(Judgment.objects.filter(item__study=other).first(), by=make_user(staff=True), reason="duplicate")
+    assert _fingerprint(hand_worked) == unchanged
 
 
 def test_hidden_gold_items_measure_annotators_without_entering_the_statistics(hand_worked):
