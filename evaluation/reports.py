@@ -35,7 +35,7 @@ if TYPE_CHECKING:
 REPORT_JOB_KIND = "report"
 # By name: evaluation.tasks imports evaluation.services.
 REPORT_TASK = "evaluation.tasks.compute_study_report"
-CACHED_STUDY_REPORT = "evaluation.services.cached_study_report"
+STUDY_REPORT = "evaluation.services.study_report"
 RELEVANCE_QRELS = "evaluation.qrels.relevance_qrels"
 COMPARE_RUNS = "evaluation.comparison.compare_runs"
 
@@ -79,20 +79,34 @@ def stored_payload(study: Study, model_runs: Sequence[Run], fingerprint: str) ->
     return stored.values_list("payload", flat=True).first()
 
 
-def stored_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict | None:
-    """The cached report when its inputs are unchanged, else None."""
-    return stored_payload(study, model_runs, report_fingerprint(study, model_runs))
+def _computed_and_stored(study: Study, model_runs: Sequence[Run], fingerprint: str) -> dict:
+    payload = import_string(STUDY_REPORT)(study, model_runs)
+    with transaction.atomic():
+        StudyReport.objects.update_or_create(
+            study=study, model_runs_key=runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
+        )
+    return payload
+
+
+def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
+    """The stored report when its inputs are unchanged, else a fresh one (stored for next time).
+    The fingerprint is computed once, and evaluation.services (scipy, statsmodels: over a second
+    to load) only on a miss: `study_report` answering from the cache loads neither."""
+    fingerprint = report_fingerprint(study, model_runs)
+    stored = stored_payload(study, model_runs, fingerprint)
+    return stored if stored is not None else _computed_and_stored(study, model_runs, fingerprint)
 
 
 def study_report_or_job(study: Study, model_runs: Sequence[Run] = (), user=None) -> tuple[dict | None, Job | None]:
     """(report, None) when the cached report is fresh or the study is small enough to compute it
     within a request; otherwise (None, job): a "report" job on the cpu queue computes and caches
     it (one job per study and runs at a time), so pages and the API stay interactive."""
-    stored = stored_study_report(study, model_runs)
+    fingerprint = report_fingerprint(study, model_runs)
+    stored = stored_payload(study, model_runs, fingerprint)
     if stored is not None:
         return stored, None
     if study.items.count() < settings.MARGINALIA_REPORT_JOB_ITEMS:
-        return import_string(CACHED_STUDY_REPORT)(study, model_runs), None
+        return _computed_and_stored(study, model_runs, fingerprint), None
     key = runs_key(model_runs)
     with transaction.atomic():
         job = Job.objects.filter(

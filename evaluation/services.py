@@ -1,7 +1,8 @@
 """Study reports. `study_report` picks the report of the study's kind: proxy studies get
 agreement, human and model accuracy with confidence intervals, paired tests and the item lists
 used for error analysis (RELiC Tables 5 and A4), written here; relevance and quotability
-studies get `evaluation.label_report`. `cached_study_report` serves either from the cache.
+studies get `evaluation.label_report`. `evaluation.reports.cached_study_report` serves either from
+the cache.
 
 Proxy positions are the 0-based display positions of the candidates; the Fleiss category is the
 position, because every item has its own candidates.
@@ -14,15 +15,13 @@ from dataclasses import dataclass
 from functools import cached_property
 
 import numpy as np
-from django.db import transaction
 from django.utils import timezone
 
 from annotation.models import Study
 from evaluation import agreement
 from evaluation.judge_report import proxy_judges
 from evaluation.label_report import label_study_report
-from evaluation.models import StudyReport
-from evaluation.reports import runs_key, stored_payload
+from evaluation.reports import cached_study_report
 from evaluation.selectors import (
     ItemLabel,
     ProxyChoices,
@@ -34,7 +33,6 @@ from evaluation.selectors import (
     negatives_run_ids,
     proxy_choices,
     proxy_items,
-    report_fingerprint,
     run_scores,
     shown_items,
 )
@@ -301,21 +299,6 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
             "humans_agree_model_fails": model_failures,
         },
     }
-
-
-def cached_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
-    """The stored report when its inputs are unchanged, else a fresh one (stored for next time).
-    The fingerprint is computed once: it reads every judgment, item and candidate of the study."""
-    fingerprint = report_fingerprint(study, model_runs)
-    stored = stored_payload(study, model_runs, fingerprint)
-    if stored is not None:
-        return stored
-    payload = study_report(study, model_runs)
-    with transaction.atomic():
-        StudyReport.objects.update_or_create(
-            study=study, model_runs_key=runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
-        )
-    return payload
 
 
 def refresh_study_report(study_id: int, run_ids: Sequence[int], progress: Progress = no_progress) -> dict:

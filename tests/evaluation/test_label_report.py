@@ -30,7 +30,8 @@ from statsmodels.stats.proportion import proportion_confint
 from annotation.models import Adjudication, Item, StudyBlock
 from annotation.services.queue import void_judgment
 from evaluation.models import StudyReport
-from evaluation.services import cached_study_report, study_report
+from evaluation.reports import cached_study_report
+from evaluation.services import study_report
 from tests.factories import (
     add_hits,
     add_label_item,

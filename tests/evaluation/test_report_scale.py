@@ -12,7 +12,8 @@ from django.test.utils import CaptureQueriesContext
 
 from evaluation import agreement
 from evaluation.models import StudyReport
-from evaluation.services import cached_study_report, study_report
+from evaluation.reports import cached_study_report
+from evaluation.services import study_report
 from tests.factories import make_bulk_proxy_study
 
 pytestmark = pytest.mark.django_db

@@ -85,3 +85,24 @@ def test_a_data_command_runs_only_the_checks_about_data_and_loads_nothing_of_the
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
     assert refusal in result.stderr and result.returncode == 1
     assert result.stderr.splitlines()[-1] == ""
+
+
+def test_a_report_served_from_the_cache_loads_no_statistics_library(tmp_path):
+    """`study_report` of a study whose report is stored reads the fingerprint and the stored
+    payload; scipy and statsmodels (over a second) load only when a report is computed."""
+    env = {**ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "MARGINALIA_DATA_DIR": str(tmp_path)}
+    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    build = (
+        "import django; django.setup();"
+        "from tests.factories import make_bulk_proxy_study; from evaluation.reports import cached_study_report;"
+        "cached_study_report(make_bulk_proxy_study(20))"
+    )
+    subprocess.run([sys.executable, "-c", build], cwd=ROOT, env=env, check=True)
+    probe = (
+        "import atexit, sys; sys.argv = ['manage.py', 'study_report', '1', '--json'];"
+        f"atexit.register(lambda: exec({REPORT!r}));"
+        "import runpy; runpy.run_path('manage.py', run_name='__main__')"
+    )
+    result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    assert '"complete_items": 20' in result.stdout and result.stderr.strip().splitlines()[-1:] in ([], [""])

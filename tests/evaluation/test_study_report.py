@@ -9,9 +9,9 @@ from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidat
 from annotation.services.queue import void_judgment
 from evaluation import services
 from evaluation.models import StudyReport
-from evaluation.reports import resolve_model_runs
+from evaluation.reports import cached_study_report, resolve_model_runs
 from evaluation.selectors import report_fingerprint, shown_items
-from evaluation.services import cached_study_report, study_report
+from evaluation.services import study_report
 from retrieval.errors import InputError
 from tests.evaluation.conftest import COMPLETE_COUNTS
 from tests.factories import add_hits, add_judgment, make_collection, make_proxy_study, make_run, make_user

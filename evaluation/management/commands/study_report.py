@@ -4,8 +4,7 @@ annotators, model-human correlation)."""
 
 from annotation.services import get_study
 from evaluation.formatting import report_as_text
-from evaluation.reports import resolve_model_runs
-from evaluation.services import cached_study_report
+from evaluation.reports import cached_study_report, resolve_model_runs
 from retrieval.management.base import JsonCommand
 
 
