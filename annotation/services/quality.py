@@ -38,7 +38,7 @@ from typing import NamedTuple
 
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
-from django.db.models import Q
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from retrieval.errors import InputError
@@ -552,6 +552,22 @@ def disagreement_items(study: Study) -> list[dict]:
     return rows
 
 
+def disagreement_counts(study: Study) -> tuple[int, int]:
+    """(items disputed, of which adjudicated) as `disagreement_items` lists them, counted by the
+    database: the quality overview needs only the numbers, and building every disputed item's
+    answers took most of its 3.9 s at 100K items."""
+    disputed = (
+        counted_judgments(study)
+        .order_by()
+        .values("item_id")
+        .annotate(answers=Count(_answer_column(study), distinct=True))
+        .filter(answers__gt=1)
+        .values("item_id")
+    )
+    adjudicated = Adjudication.objects.filter(item__study=study, item_id__in=disputed).count()
+    return disputed.count(), adjudicated
+
+
 def adjudication_payload(adjudication: Adjudication | None) -> dict | None:
     if adjudication is None:
         return None
@@ -633,7 +649,7 @@ def quality_overview(study: Study, measures: QualityMeasures | None = None) -> d
         .order_by("username")
     )
     roles = Counter(study.items.values_list("role", flat=True))
-    disagreements = disagreement_items(study)
+    disagreements, adjudicated = disagreement_counts(study)
     return {
         "study": study.pk,
         "kind": study.kind,
@@ -665,8 +681,8 @@ def quality_overview(study: Study, measures: QualityMeasures | None = None) -> d
             for person in people
         },
         "open_flags": sum(len(reasons) for reasons in flags.values()),
-        "disagreements": len(disagreements),
-        "adjudicated": sum(row["adjudication"] is not None for row in disagreements),
+        "disagreements": disagreements,
+        "adjudicated": adjudicated,
         "peer_reviews": {
             "assigned": PeerReview.objects.filter(judgment__item__study=study).count(),
             "pending": PeerReview.objects.filter(judgment__item__study=study, verdict__isnull=True).count(),

@@ -4,7 +4,13 @@ import pytest
 from django.urls import reverse
 
 from annotation.models import Adjudication, Item
-from annotation.services.quality import adjudicate, block_annotator, designate_items, disagreement_items
+from annotation.services.quality import (
+    adjudicate,
+    block_annotator,
+    designate_items,
+    disagreement_counts,
+    disagreement_items,
+)
 from annotation.ui_selectors import DISAGREEMENTS_PER_PAGE
 from retrieval.errors import InputError
 from tests.factories import (
@@ -48,6 +54,7 @@ def test_scale_labels_disagree_when_their_range_is_above_zero():
     rows = {row["item"]: row for row in disagreement_items(study)}
     assert set(rows) == {spread.pk, close.pk}
     assert rows[spread.pk]["range"] == 3 and rows[close.pk]["range"] == 1
+    assert disagreement_counts(study) == (2, 0)
 
 
 def test_multi_select_answers_disagree_when_the_selected_sets_differ():
@@ -61,6 +68,7 @@ def test_multi_select_answers_disagree_when_the_selected_sets_differ():
     rows = disagreement_items(study)
     assert [row["item"] for row in rows] == [different.pk]
     assert sorted(answer["answer"] for answer in rows[0]["answers"]) == [[0], [0, 1]]
+    assert disagreement_counts(study) == (1, 0)
 
 
 def test_only_counted_judgments_make_a_disagreement():
@@ -71,9 +79,23 @@ def test_only_counted_judgments_make_a_disagreement():
         add_judgment(item, person, position=1)
     outlier = make_annotator()
     add_judgment(item, outlier, position=0)
-    assert len(disagreement_items(study)) == 1
+    assert len(disagreement_items(study)) == 1 and disagreement_counts(study) == (1, 0)
     block_annotator(study, outlier, by=None, reason="spam")
-    assert disagreement_items(study) == []
+    assert disagreement_items(study) == [] and disagreement_counts(study) == (0, 0)
+
+
+def test_the_overview_counts_disagreements_and_adjudications_as_the_list_has_them():
+    """The quality overview counts in the database what disagreement_items lists."""
+    study = make_bulk_proxy_study(60, gold_share=0.5, seed=7)
+    disputed = disagreement_items(study)
+    staff = make_user(staff=True)
+    for row in disputed[:4]:
+        adjudicate(Item.objects.get(pk=row["item"]), by=staff, position=0)
+    agreed = next(item for item in study.items.all() if item.pk not in {row["item"] for row in disputed})
+    adjudicate(agreed, by=staff, position=0)  # adjudicated without a disagreement: not counted
+
+    assert disagreement_counts(study) == (len(disputed), 4)
+    assert sum(row["adjudication"] is not None for row in disagreement_items(study)) == 4
 
 
 def test_staff_decide_the_final_answer_and_may_revise_it():
