@@ -200,11 +200,14 @@ def feature_builder(model: SentenceTransformer, sample: list[str]) -> Callable[[
     except (TypeError, ValueError, AttributeError):
         return model.preprocess
     expected = model.preprocess(texts)
-    same = ours.keys() == expected.keys() and all(
-        ours[key] == expected[key] if isinstance(expected[key], str) else torch.equal(ours[key], expected[key])
-        for key in expected
-    )
+    same = ours.keys() == expected.keys() and all(_same_feature(ours[key], expected[key]) for key in expected)
     return partial(text_features, model) if same else model.preprocess
+
+
+def _same_feature(ours, expected) -> bool:
+    if isinstance(ours, torch.Tensor) and isinstance(expected, torch.Tensor):
+        return ours.dtype == expected.dtype and torch.equal(ours, expected)
+    return type(ours) is type(expected) and ours == expected
 
 
 def prepared_batches(
