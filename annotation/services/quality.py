@@ -630,7 +630,13 @@ def quality_overview(study: Study, measures: QualityMeasures | None = None) -> d
     block and open flags; plus disagreement and adjudication counts."""
     measures = measures or quality_measures(study)
     gold, peer, speed = measures.gold, measures.peer, measures.speed
-    counted = Counter(counted_judgments(study).values_list("annotator__username", flat=True))
+    counted = dict(
+        counted_judgments(study)
+        .order_by()
+        .values_list("annotator__username")
+        .annotate(judgments=Count("pk"))
+        .values_list("annotator__username", "judgments")
+    )
     blocks = {
         block.annotator.username: block for block in StudyBlock.objects.filter(study=study).select_related("annotator")
     }
