@@ -155,7 +155,7 @@ def run_intervals_svg(comparison: dict, metric: str, width: int = 640, height: i
     parts = svg_open(f"{metric} with 95% intervals", width, height, "run-intervals")
     for tick in np.linspace(floor, ceiling, 5):
         parts.append(
-            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="#dcdce0"/>'
+            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
             f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:.2f}</text>'
         )
     for index, (label, mean, low, high) in enumerate(rows):
