@@ -76,13 +76,16 @@ def proxy_judges(
     """judge name -> accuracy, McNemar against the human majority, and the items where unanimous
     humans and the judge part ways. `complete` are the ids of the complete items, `counts` their
     votes per display position, `humans_correct` whether their majority chose the gold."""
+    answers_by_judge = study_judge_answers(study)
+    if not answers_by_judge:
+        return {}
+    # Loaded here: statsmodels and the pandas it imports take half a second to load, which every
+    # report process paid, though most studies have no judge.
+    from statsmodels.stats.contingency_tables import mcnemar
+
     sections = {}
     gold_of = dict(zip(items.ids.tolist(), items.gold.tolist(), strict=True))
-    for judge, answers in study_judge_answers(study).items():
-        # Loaded here: statsmodels and the pandas it imports take half a second to load, which
-        # every report process paid, though most studies have no judge.
-        from statsmodels.stats.contingency_tables import mcnemar
-
+    for judge, answers in answers_by_judge.items():
         chosen = {item_id: _first(answers.get(item_id, []), "position") for item_id in gold_of}
         correct = [chosen[item_id] == gold for item_id, gold in gold_of.items() if chosen[item_id] is not None]
         paired = [(row, item_id) for row, item_id in enumerate(complete.tolist()) if chosen[item_id] is not None]
