@@ -348,16 +348,16 @@ class PeerReviewVerdictView(APIView):
 
 
 urlpatterns = [
-    path("studies/<int:study_id>/quality/", QualityOverviewView.as_view(), name="api-study-quality"),
-    path("studies/<int:study_id>/flags/", FlagListView.as_view(), name="api-study-flags"),
-    path("flags/<int:pk>/resolve/", FlagResolveView.as_view(), name="api-flag-resolve"),
-    path("studies/<int:study_id>/blocks/", BlockListView.as_view(), name="api-study-blocks"),
-    path("studies/<int:study_id>/blocks/<str:username>/", BlockDetailView.as_view(), name="api-study-block"),
-    path("studies/<int:study_id>/disagreements/", DisagreementListView.as_view(), name="api-study-disagreements"),
-    path("items/<int:pk>/adjudicate/", AdjudicateView.as_view(), name="api-item-adjudicate"),
-    path("studies/<int:study_id>/peer-reviews/sample/", PeerReviewSampleView.as_view(), name="api-peer-review-sample"),
-    path("studies/<int:study_id>/designate/", DesignateView.as_view(), name="api-study-designate"),
-    path("annotate/<int:study_id>/qualification/", QualificationStatusView.as_view(), name="api-qualification"),
-    path("annotate/<int:study_id>/peer-review/next/", NextPeerReviewView.as_view(), name="api-peer-review-next"),
-    path("peer-reviews/<int:pk>/", PeerReviewVerdictView.as_view(), name="api-peer-review-verdict"),
+    path("studies/<id:study_id>/quality/", QualityOverviewView.as_view(), name="api-study-quality"),
+    path("studies/<id:study_id>/flags/", FlagListView.as_view(), name="api-study-flags"),
+    path("flags/<id:pk>/resolve/", FlagResolveView.as_view(), name="api-flag-resolve"),
+    path("studies/<id:study_id>/blocks/", BlockListView.as_view(), name="api-study-blocks"),
+    path("studies/<id:study_id>/blocks/<str:username>/", BlockDetailView.as_view(), name="api-study-block"),
+    path("studies/<id:study_id>/disagreements/", DisagreementListView.as_view(), name="api-study-disagreements"),
+    path("items/<id:pk>/adjudicate/", AdjudicateView.as_view(), name="api-item-adjudicate"),
+    path("studies/<id:study_id>/peer-reviews/sample/", PeerReviewSampleView.as_view(), name="api-peer-review-sample"),
+    path("studies/<id:study_id>/designate/", DesignateView.as_view(), name="api-study-designate"),
+    path("annotate/<id:study_id>/qualification/", QualificationStatusView.as_view(), name="api-qualification"),
+    path("annotate/<id:study_id>/peer-review/next/", NextPeerReviewView.as_view(), name="api-peer-review-next"),
+    path("peer-reviews/<id:pk>/", PeerReviewVerdictView.as_view(), name="api-peer-review-verdict"),
 ]

@@ -5,17 +5,17 @@ from django.urls import include, path
 from . import api
 
 urlpatterns = [
-    path("annotate/<int:study_id>/next/", api.NextItemView.as_view(), name="api-annotate-next"),
-    path("annotate/<int:study_id>/submit/", api.SubmitView.as_view(), name="api-annotate-submit"),
-    path("annotate/<int:study_id>/skip/", api.SkipView.as_view(), name="api-annotate-skip"),
-    path("annotate/<int:study_id>/flag/", api.FlagView.as_view(), name="api-annotate-flag"),
-    path("annotate/<int:study_id>/undo/", api.UndoView.as_view(), name="api-annotate-undo"),
-    path("annotate/<int:study_id>/context/", api.ContextView.as_view(), name="api-annotate-context"),
+    path("annotate/<id:study_id>/next/", api.NextItemView.as_view(), name="api-annotate-next"),
+    path("annotate/<id:study_id>/submit/", api.SubmitView.as_view(), name="api-annotate-submit"),
+    path("annotate/<id:study_id>/skip/", api.SkipView.as_view(), name="api-annotate-skip"),
+    path("annotate/<id:study_id>/flag/", api.FlagView.as_view(), name="api-annotate-flag"),
+    path("annotate/<id:study_id>/undo/", api.UndoView.as_view(), name="api-annotate-undo"),
+    path("annotate/<id:study_id>/context/", api.ContextView.as_view(), name="api-annotate-context"),
     path("studies/", api.StudyListCreateView.as_view(), name="api-studies"),
-    path("studies/<int:pk>/", api.StudyDetailView.as_view(), name="api-study"),
-    path("studies/<int:pk>/train/", api.StudyTrainView.as_view(), name="api-study-train"),
-    path("studies/<int:pk>/item-flags/", api.StudyItemFlagsView.as_view(), name="api-study-item-flags"),
+    path("studies/<id:pk>/", api.StudyDetailView.as_view(), name="api-study"),
+    path("studies/<id:pk>/train/", api.StudyTrainView.as_view(), name="api-study-train"),
+    path("studies/<id:pk>/item-flags/", api.StudyItemFlagsView.as_view(), name="api-study-item-flags"),
     path("judgments/", api.JudgmentExportView.as_view(), name="api-judgments"),
-    path("judgments/<int:pk>/void/", api.VoidJudgmentView.as_view(), name="api-judgment-void"),
+    path("judgments/<id:pk>/void/", api.VoidJudgmentView.as_view(), name="api-judgment-void"),
     path("", include("annotation.api_quality")),
 ]

@@ -8,9 +8,9 @@ from evaluation.views import RunComparisonPage, StudyReportPage
 app_name = "evaluation"
 
 urlpatterns = [
-    path("studies/<int:study_id>/report/", StudyReportPage.as_view(), name="study-report"),
-    path("api/studies/<int:study_id>/report/", StudyReportAPI.as_view(), name="api-study-report"),
-    path("api/studies/<int:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
+    path("studies/<id:study_id>/report/", StudyReportPage.as_view(), name="study-report"),
+    path("api/studies/<id:study_id>/report/", StudyReportAPI.as_view(), name="api-study-report"),
+    path("api/studies/<id:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
     path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
     path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
 ]

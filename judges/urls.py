@@ -7,8 +7,8 @@ from . import api, views
 app_name = "judges"
 
 urlpatterns = [
-    path("studies/<int:study_id>/judges/run/", views.study_judge, name="study-judge"),
+    path("studies/<id:study_id>/judges/run/", views.study_judge, name="study-judge"),
     path("api/judges/", api.JudgeListCreateView.as_view(), name="api-judges"),
-    path("api/studies/<int:pk>/judge/", api.StudyJudgingView.as_view(), name="api-study-judge"),
-    path("api/studies/<int:pk>/judge-answers/", api.StudyJudgeAnswersView.as_view(), name="api-study-judge-answers"),
+    path("api/studies/<id:pk>/judge/", api.StudyJudgingView.as_view(), name="api-study-judge"),
+    path("api/studies/<id:pk>/judge-answers/", api.StudyJudgeAnswersView.as_view(), name="api-study-judge-answers"),
 ]

@@ -14,6 +14,8 @@ from pathlib import Path
 
 import dj_database_url
 
+from marginalia.converters import LARGEST_ID
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -257,6 +259,8 @@ REST_FRAMEWORK.setdefault("DEFAULT_THROTTLE_RATES", {})["token"] = os.environ.ge
 SPECTACULAR_SETTINGS = {
     "TITLE": "Marginalia API",
     "VERSION": "1.0.0",
+    # `<id:...>` path parameters (marginalia.converters): ids a database can hold.
+    "PATH_CONVERTER_OVERRIDES": {"id": {"type": "integer", "format": "int64", "minimum": 0, "maximum": LARGEST_ID}},
     # Several models have a "kind" or "status" choice set; name each one after its model.
     "ENUM_NAME_OVERRIDES": {
         "CollectionKindEnum": "retrieval.models.Collection.Kind",
