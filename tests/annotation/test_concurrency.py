@@ -4,6 +4,7 @@ the configured database: SQLite by default (writers serialised), Postgres when D
 points at one (row locks and the partial unique constraints do the work)."""
 
 import threading
+import time
 from collections import Counter
 
 import pytest
@@ -79,12 +80,30 @@ def test_simultaneous_double_submissions_store_one_judgment():
     assert len(set(stored)) == 1 and Judgment.objects.count() == 1
 
 
+def claim_or_wait(study, annotator, patience: float = 60.0):
+    """The annotator's next claim. While the queue is empty for them but others still hold
+    claims, they come back a moment later, as a person would: a skip frees its slot, and an
+    annotator who gave up at the empty moment before would leave it unfilled (a loaded machine
+    once let every other annotator finish while a skipper still held its first item)."""
+    deadline = time.monotonic() + patience
+    while True:
+        assignment = claim_next_item(study, annotator)
+        others_hold = (
+            Assignment.objects.filter(item__study=study, state=Assignment.State.ACTIVE)
+            .exclude(annotator=annotator)
+            .exists()
+        )
+        if assignment is not None or not others_hold or time.monotonic() > deadline:
+            return assignment
+        time.sleep(0.05)
+
+
 def work_with_second_thoughts(study, annotator, skips: bool, errors, skipped_items):
     """Like work_through, but the annotator skips the first item they get (when `skips`) and
     takes back every other answer right after a double submission, then answers it again."""
     try:
         for turn in range(2 * ITEMS + 2):
-            assignment = claim_next_item(study, annotator)
+            assignment = claim_or_wait(study, annotator)
             if assignment is None:
                 return
             if skips and turn == 0:
