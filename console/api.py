@@ -20,6 +20,7 @@ from rest_framework.views import APIView
 
 from jobs.serializers import JobSerializer
 from retrieval.errors import InputError
+from retrieval.serializers import UploadedFileField
 
 from .uploads import OPTION_LABELS, UPLOAD_KINDS, queue_upload
 
@@ -27,7 +28,7 @@ UploadRequest = inline_serializer(
     "UploadRequest",
     {
         "kind": serializers.ChoiceField(choices=list(UPLOAD_KINDS)),
-        "file": serializers.FileField(),
+        "file": UploadedFileField(),
         **{name: serializers.CharField(required=False) for name in OPTION_LABELS},
     },
 )

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
@@ -18,6 +20,13 @@ from retrieval.metrics import run_metrics
 from retrieval.models import Collection, Query, Retriever, Run
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH, get_or_create_retriever, start_run_async
 from retrieval.services.trec_files import start_trec_import
+
+
+@extend_schema_field(OpenApiTypes.BINARY)
+class UploadedFileField(serializers.FileField):
+    """A file sent in a multipart body. drf-spectacular describes a plain FileField as a URI
+    string (what it is in a response), so clients generated from the schema could not upload;
+    this one is binary."""
 
 
 class CollectionSerializer(serializers.ModelSerializer):
@@ -185,7 +194,7 @@ class RunImportSerializer(serializers.Serializer):
 
     collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
     name = serializers.CharField(max_length=200, help_text="The run's name, new in the collection.")
-    file = serializers.FileField(help_text="TREC run file: qid Q0 docid rank score tag, one tag.")
+    file = UploadedFileField(help_text="TREC run file: qid Q0 docid rank score tag, one tag.")
 
     def create(self, validated_data) -> Job:
         upload = validated_data["file"]

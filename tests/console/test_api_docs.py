@@ -55,3 +55,11 @@ def test_the_schema_describes_the_upload_endpoint(staff_client):
     upload = schema["paths"]["/api/uploads/"]["post"]
     assert "multipart/form-data" in upload["requestBody"]["content"]
     assert "202" in upload["responses"]
+    # The file is a binary part, so that generated clients send bytes (not a URI string).
+    form = upload["requestBody"]["content"]["multipart/form-data"]["schema"]["$ref"].rsplit("/", 1)[-1]
+    fields = schema["components"]["schemas"][form]
+    assert fields["properties"]["file"] == {"type": "string", "format": "binary"}
+    assert {"kind", "file"} <= set(fields["required"])
+    run_import = schema["paths"]["/api/runs/import/"]["post"]["requestBody"]["content"]["multipart/form-data"]
+    run_form = schema["components"]["schemas"][run_import["schema"]["$ref"].rsplit("/", 1)[-1]]
+    assert run_form["properties"]["file"]["format"] == "binary"
