@@ -44,7 +44,7 @@ class Study(models.Model):
     max_items_per_annotator = models.PositiveIntegerField(
         null=True,
         blank=True,
-        help_text="Most formal items one annotator (or crowd participant) may judge; empty: no cap.",
+        help_text="Most formal items one annotator may judge; empty: no cap. (A crowd link's quota is its own.)",
     )
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
     more_context = models.BooleanField(
@@ -246,18 +246,34 @@ class AnnotatorProfile(models.Model):
     books_read = models.TextField(blank=True)
     blocked = models.BooleanField(default=False)
     blocked_reason = models.TextField(blank=True)
-    # A crowd participant's account exists for one study and may work on no other.
-    only_study = models.ForeignKey(
-        Study,
-        null=True,
-        blank=True,
-        on_delete=models.CASCADE,
-        related_name="+",
-        help_text="Set for accounts that may work on this study only (crowd participants).",
+    # Invited and crowd accounts exist for the studies they were given (StudyGrant), until staff
+    # widen them; lab accounts (off) may also work on every study open to all annotators.
+    only_granted = models.BooleanField(
+        default=False,
+        help_text="Works only on the studies granted to it (invited accounts, crowd participants).",
     )
 
     def __str__(self):
         return f"profile of {self.user}"
+
+
+class StudyGrant(models.Model):
+    """Access to one study given to one account personally: by an invitation, a crowd link or
+    staff. A grant lets the account in even where the study names its annotators (the names
+    narrow who else may come, never whom staff invited), and may carry the account's own quota
+    there (a crowd participant's: their link's, which integrations keeps in step)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="grants")
+    annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="study_grants")
+    item_quota = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Most formal items this account may judge here, besides the study's cap; empty: none of its own.",
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["study", "annotator"], name="study_grant_unique_per_account")]
 
 
 class QualificationAttempt(models.Model):

@@ -91,30 +91,40 @@ def _live_judgments(study: Study, role: str) -> QuerySet[Judgment]:
 
 
 def studies_open_to(annotator) -> QuerySet[Study]:
-    """Open studies that list this annotator, or list nobody (open to every annotator); only its
-    own study for an account bound to one (a crowd participant)."""
-    studies = Study.objects.filter(status=Study.Status.OPEN).filter(Q(annotators=None) | Q(annotators=annotator))
-    only_study = only_study_of(annotator)
-    if only_study is not None:
-        studies = studies.filter(pk=only_study)
-    return studies.distinct().order_by("name")
+    """Open studies granted to this annotator (an invitation, a crowd link), and unless the
+    account works on its granted studies only, those that list them or list nobody (open to
+    every annotator)."""
+    access = Q(grants__annotator=annotator)
+    if not works_on_granted_studies_only(annotator):
+        access |= Q(annotators=None) | Q(annotators=annotator)
+    return Study.objects.filter(status=Study.Status.OPEN).filter(access).distinct().order_by("name")
 
 
-def only_study_of(annotator) -> int | None:
-    """The one study id an account is bound to (crowd participants), or None."""
+def works_on_granted_studies_only(annotator) -> bool:
+    """Whether the account is scoped to the studies granted to it (invited accounts until staff
+    widen them, crowd participants)."""
     profile = getattr(annotator, "annotator_profile", None)
-    return profile.only_study_id if profile is not None else None
+    return profile is not None and profile.only_granted
 
 
 def annotator_progress(study: Study, annotator) -> dict:
     """How many of the study's items this annotator has judged, out of all its formal items
     (work and hidden gold alike; qualification questions are a round of their own), or out of
-    the study's per-annotator cap when that is smaller."""
-    # One statement for both counts (annotation.hot_queries): it runs on every item served.
-    done, total = hot_queries.progress_counts(study.pk, getattr(annotator, "pk", annotator))
-    if study.max_items_per_annotator is not None:
-        total = min(total, study.max_items_per_annotator)
+    their item limit (the study's per-annotator cap, their own quota) when that is smaller.
+    Someone who judged more than a limit lowered since then counts as finished, never as
+    "29 / 10"."""
+    # One statement for all counts (annotation.hot_queries): it runs on every item served.
+    done, total, quota = hot_queries.progress_counts(study.pk, getattr(annotator, "pk", annotator))
+    limit = item_limit(study.max_items_per_annotator, quota)
+    if limit is not None:
+        total = max(min(total, limit), min(done, total))
     return {"done": done, "total": total}
+
+
+def item_limit(cap: int | None, quota: int | None) -> int | None:
+    """The smaller of the study's per-annotator cap and the account's own quota there (a crowd
+    participant's link quota), either of which may be absent."""
+    return min((limit for limit in (cap, quota) if limit is not None), default=None)
 
 
 def shown_item(item: Item) -> dict:

@@ -3,6 +3,7 @@ link and participants) and webhooks (registration and the delivery log). Everyth
 staff-only (IsAdminUser): annotators and crowd participants get 403."""
 
 from django.conf import settings
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.plumbing import build_array_type, build_basic_type
@@ -16,6 +17,7 @@ from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from annotation.models import Study
+from marginalia.public_address import public_address
 
 from .models import CrowdLink, Invitation, Webhook
 from .selectors import delivery_row, invitation_row, participant_rows, webhook_row
@@ -28,7 +30,8 @@ from .serializers import (
     WebhookSerializer,
 )
 from .services.crowd import completion_url, configure_crowd_link, screen_out, study_url
-from .services.invitations import invite_annotator, set_recruiting
+from .services.invitations import invite_annotator
+from .services.recruiting import grant_access, granted_accounts, set_only_granted, set_recruiting
 from .services.webhooks import register_webhook
 
 # A JSON array of objects, for the schema (several endpoints answer with plain rows).
@@ -77,14 +80,9 @@ class InvitationsView(StaffAPIView):
     def post(self, request):
         form = InvitationCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        issued = invite_annotator(
-            studies=form.validated_data["studies"],
-            email=form.validated_data["email"],
-            created_by=request.user,
-            send=form.validated_data["send"],
-            base_url=request.build_absolute_uri("/"),
-        )
-        body = {**invitation_row(issued.invitation), "url": request.build_absolute_uri(issued.path)}
+        base_url = public_address(request)
+        issued = invite_annotator(**form.validated_data, created_by=request.user, base_url=base_url)
+        body = {**invitation_row(issued.invitation), "url": issued.url(base_url)}
         return Response(body, status=status.HTTP_201_CREATED)
 
 
@@ -93,11 +91,15 @@ def _recruiting(study: Study) -> dict:
         "study": study.pk,
         "annotators": sorted(study.annotators.values_list("username", flat=True)),
         "max_items_per_annotator": study.max_items_per_annotator,
+        "granted": granted_accounts(study),
     }
 
 
 class RecruitingView(StaffAPIView):
-    """A study's named annotators (empty: everyone) and per-annotator cap (null: none)."""
+    """A study's named annotators (empty: everyone), per-annotator cap (null: none) and the
+    accounts it was granted to (invitations, staff): PATCH names, caps (a cap below what someone
+    has judged needs `confirm_below_done`), grants access to existing accounts, and widens or
+    narrows accounts' scope."""
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk: int):
@@ -108,18 +110,24 @@ class RecruitingView(StaffAPIView):
         study = get_object_or_404(Study, pk=pk)
         form = RecruitingSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        set_recruiting(study, **form.validated_data)
+        data = dict(form.validated_data)
+        grant, widen, narrow = (data.pop(key, []) for key in ("grant", "widen", "narrow"))
+        with transaction.atomic():
+            set_recruiting(study, **data)
+            grant_access(study, grant)
+            set_only_granted(widen, False)
+            set_only_granted(narrow, True)
         return Response(_recruiting(study))
 
 
 def _crowd_link(link: CrowdLink, request) -> dict:
     return {
         "study": link.study_id,
-        "url": study_url(link, request.build_absolute_uri("/")),
+        "url": study_url(link, public_address(request)),
         "completion_code": link.completion_code,
         "completion_url": completion_url(link),
         "screened_out_code": link.screened_out_code,
-        "quota": Study.objects.values_list("max_items_per_annotator", flat=True).get(pk=link.study_id),
+        "quota": link.quota,
         "active": link.active,
     }
 
@@ -152,7 +160,8 @@ class ScreenOutView(StaffAPIView):
         form = ScreenOutSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         screened = screen_out(link, participant, by=request.user, reason=form.validated_data["reason"])
-        return Response({"participant": screened.external_id, "status": screened.status})
+        body = {"name": screened.user.username, "participant": screened.external_id, "status": screened.status}
+        return Response(body)
 
 
 class WebhooksView(StaffAPIView):

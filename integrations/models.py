@@ -14,10 +14,14 @@ from annotation.models import Study
 
 class Invitation(models.Model):
     """A one-time link that lets its holder create an annotator account (choosing a username and
-    password) and puts that account on `studies`' annotator lists. Sent by e-mail when `email`
-    is given; otherwise staff pass the link on themselves."""
+    password) granted `studies` (annotation.StudyGrant): it lets them in without narrowing an
+    open study to named annotators. Sent by e-mail when `email` is given; otherwise staff pass
+    the link on themselves."""
 
     email = models.EmailField(blank=True)
+    only_invited_studies = models.BooleanField(
+        default=True, help_text="The account works on the invited studies only (off: on every open study too)."
+    )
     token_digest = models.CharField(max_length=64, unique=True, help_text="SHA-256 of the link's token.")
     studies = models.ManyToManyField(Study, blank=True, related_name="invitations")
     created_by = models.ForeignKey(
@@ -47,13 +51,20 @@ class CrowdLink(models.Model):
         blank=True, help_text="Where a participant goes when done; {code} is replaced. Empty: Prolific's."
     )
     screened_out_code = models.CharField(max_length=64, blank=True)
+    quota = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Most formal items one participant judges (the study's per-annotator cap is separate); empty: none.",
+    )
     active = models.BooleanField(default=True)
     created_at = models.DateTimeField(auto_now_add=True)
 
 
 class Participant(models.Model):
-    """A crowd worker bound to their platform id: one passwordless account per (link, id) that
-    works on the link's study only (AnnotatorProfile.only_study)."""
+    """A crowd worker bound to their platform id and to the session id of their first visit:
+    one passwordless account per (link, id), named "Participant-N" (never the platform id),
+    that works on the link's study only (a StudyGrant carrying the link's quota, on an account
+    scoped to its grants)."""
 
     class Status(models.TextChoices):
         ACTIVE = "active"
@@ -63,7 +74,12 @@ class Participant(models.Model):
     link = models.ForeignKey(CrowdLink, on_delete=models.CASCADE, related_name="participants")
     external_id = models.CharField(max_length=64, help_text="PROLIFIC_PID or MTurk workerId.")
     platform_study = models.CharField(max_length=64, blank=True, help_text="STUDY_ID or hitId.")
-    session = models.CharField(max_length=64, blank=True, help_text="SESSION_ID or assignmentId.")
+    session_digest = models.CharField(
+        max_length=64, blank=True, help_text="SHA-256 of the first visit's SESSION_ID or assignmentId."
+    )
+    address_digest = models.CharField(
+        max_length=64, blank=True, help_text="Keyed hash of the client address it came from (entry throttling)."
+    )
     user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="participant")
     status = models.CharField(max_length=20, choices=Status.choices, default=Status.ACTIVE)
     created_at = models.DateTimeField(auto_now_add=True)
@@ -72,6 +88,7 @@ class Participant(models.Model):
     class Meta:
         ordering = ["created_at"]
         constraints = [models.UniqueConstraint(fields=["link", "external_id"], name="participant_unique_per_link")]
+        indexes = [models.Index(fields=["address_digest", "created_at"], name="participant_address_recent")]
 
 
 class Webhook(models.Model):

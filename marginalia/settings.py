@@ -195,14 +195,18 @@ MARGINALIA_UPLOAD_MAX_EXTRACTED_BYTES = int(
 MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES = int(os.environ.get("MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES", "10000"))
 MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO = float(os.environ.get("MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO", "200"))
 
-# Integrations (integrations/): the site's public address for links made outside a request
-# (invitations sent by a command, the crowd link), how long an invitation link works, and how
-# many seconds a finished crowd participant sees their completion code before being sent back
-# to the recruiting platform (negative: never sent automatically).
-MARGINALIA_BASE_URL = os.environ.get("MARGINALIA_BASE_URL", "http://localhost:8000")
+# Integrations (integrations/): the platform's public address, the base of every link it hands
+# out, web and command line (marginalia/public_address.py; empty: the address a request came to,
+# else the one run_platform was started on); how long an invitation link works; how many
+# seconds a finished crowd participant sees their completion code before being sent back to the
+# recruiting platform (negative: never sent automatically); and how many new participants a
+# crowd link takes per minute, and one address per hour, before answering 429.
+MARGINALIA_BASE_URL = os.environ.get("MARGINALIA_BASE_URL", "")
 MARGINALIA_INVITATION_DAYS = int(os.environ.get("MARGINALIA_INVITATION_DAYS", "14"))
 _crowd_redirect = int(os.environ.get("MARGINALIA_CROWD_REDIRECT_SECONDS", "5"))
 MARGINALIA_CROWD_REDIRECT_SECONDS = _crowd_redirect if _crowd_redirect >= 0 else None
+MARGINALIA_CROWD_NEW_PER_LINK_PER_MINUTE = int(os.environ.get("MARGINALIA_CROWD_NEW_PER_LINK_PER_MINUTE", "120"))
+MARGINALIA_CROWD_NEW_PER_ADDRESS_PER_HOUR = int(os.environ.get("MARGINALIA_CROWD_NEW_PER_ADDRESS_PER_HOUR", "10"))
 
 # Webhooks (integrations/services/webhooks.py): hosts on private, loopback or link-local
 # addresses are refused unless allowed (tests allow them for their local receiver); a failed

@@ -224,6 +224,12 @@ def test_run_platform_serves_runs_tasks_and_stops_every_child_on_ctrl_c(tmp_path
         ping = celery_client(f"redis://127.0.0.1:{redis_port}/0").send_task("jobs.tasks.ping", queue="gpu")
         assert ping.get(timeout=120) == "pong"
         assert len(processes_with(marker)) >= 5  # run_platform, redis-server, worker (and its child), beat, web
+        # A command started on its own, not by run_platform, prints links on the port it listens on.
+        invited = subprocess.run(
+            [*MANAGE, "invite_annotator", "--json"], env=env, cwd=PROJECT_ROOT, capture_output=True, text=True
+        )
+        link = json.loads(invited.stdout.strip().splitlines()[-1])["url"]
+        assert link.startswith(f"http://127.0.0.1:{web_port}/invitations/") and answers(link) == 200
         time.sleep(3)  # beat sends the stale-job sweep every second; the worker runs it
 
         platform.send_signal(signal.SIGINT)
@@ -236,4 +242,5 @@ def test_run_platform_serves_runs_tasks_and_stops_every_child_on_ctrl_c(tmp_path
     assert f"http://127.0.0.1:{web_port}/" in output and "Stopped (SIGINT)" in output
     assert "Task jobs.tasks.sweep_stale_jobs" in output and "succeeded" in output
     assert processes_with(marker) == []
+    assert not (tmp_path / "data" / "public-address").exists()  # withdrawn at the stop
     assert not port_accepts(web_port) and not port_accepts(redis_port)

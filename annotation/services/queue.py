@@ -39,7 +39,7 @@ from ..models import (
     QualificationAnswer,
     Study,
 )
-from ..selectors import annotator_item_payload, annotator_progress, finished_payload, shown_item
+from ..selectors import annotator_item_payload, annotator_progress, finished_payload, item_limit, shown_item
 from .labels import Answer, validate_answer
 from .qualification import next_question, qualification_state, record_answer
 
@@ -71,23 +71,41 @@ class Submission:
     qualification_answer: QualificationAnswer | None = None
 
 
-def annotator_refusal(study: Study, annotator) -> str | None:
-    """Why `annotator` may not work on `study`, or None when they may: inactive, blocked
-    everywhere or from this study, not on its list, or locked out by its qualification round
-    (or the round has no questions yet). Being still in the round is no refusal."""
+@dataclass(frozen=True)
+class WorkStanding:
+    """Whether an annotator may work on a study (`refusal`: why not) and the most formal items
+    they may judge there (`item_limit`, None: no limit)."""
+
+    refusal: str | None
+    item_limit: int | None
+
+
+def work_standing(study: Study, annotator) -> WorkStanding:
+    """The annotator's standing in the study, in one statement (annotation.hot_queries: it runs
+    on every request an annotator makes). Refused: inactive, blocked everywhere or from this
+    study, an account scoped to its granted studies without this one, not on the study's list
+    (unless the study was granted to them: an invitation or crowd link lets its holder in), or
+    locked out by its qualification round (or the round has no questions yet). Being still in
+    the round is no refusal."""
     if not annotator.is_active:
-        return "your account is inactive"
-    # One statement (annotation.hot_queries): it runs on every request an annotator makes.
+        return WorkStanding("your account is inactive", None)
     standing = hot_queries.standing(study.pk, annotator.pk)
+    limit = item_limit(study.max_items_per_annotator, standing["item_quota"])
     if standing["blocked_everywhere"]:
-        return "your account is blocked from annotation"
-    if standing["only_study_id"] not in (None, study.pk):
-        return "your account may work on another study only"
-    if standing["has_list"] and not standing["listed"]:
-        return "you are not one of this study's annotators"
+        return WorkStanding("your account is blocked from annotation", limit)
+    if not standing["granted"]:
+        if standing["only_granted"]:
+            return WorkStanding("your account may work only on the studies you were invited to", limit)
+        if standing["has_list"] and not standing["listed"]:
+            return WorkStanding("you are not one of this study's annotators", limit)
     if standing["blocked_here"]:
-        return "you are blocked from this study"
-    return qualification_state(study, annotator).refusal()
+        return WorkStanding("you are blocked from this study", limit)
+    return WorkStanding(qualification_state(study, annotator).refusal(), limit)
+
+
+def annotator_refusal(study: Study, annotator) -> str | None:
+    """Why `annotator` may not work on `study` (work_standing), or None when they may."""
+    return work_standing(study, annotator).refusal
 
 
 def lock_rows(queryset: QuerySet) -> None:
@@ -104,22 +122,22 @@ def claim_next_item(study: Study, annotator) -> Assignment | None:
     Raises AnnotationForbidden for blocked, inactive or not-allowed annotators, and for those
     who have not passed the study's qualification round (next_work serves them its questions).
     """
-    refusal = annotator_refusal(study, annotator)
-    if refusal:
-        raise AnnotationForbidden(refusal)
+    standing = work_standing(study, annotator)
+    if standing.refusal:
+        raise AnnotationForbidden(standing.refusal)
     if not qualification_state(study, annotator).qualified:
         raise AnnotationForbidden("pass this study's qualification round first")
-    return _claim_for_qualified(study, annotator)
+    return _claim_for_qualified(study, annotator, standing.item_limit)
 
 
-def _claim_for_qualified(study: Study, annotator) -> Assignment | None:
-    """claim_next_item once the annotator's standing is known to be good."""
+def _claim_for_qualified(study: Study, annotator, limit: int | None) -> Assignment | None:
+    """claim_next_item once the annotator's standing (and their item limit) is known to be good."""
     if study.status != Study.Status.OPEN:
         return None
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
         try:
             with transaction.atomic():
-                return _claim(study, annotator)
+                return _claim(study, annotator, limit)
         except _QueueMoved:
             continue
         except (IntegrityError, OperationalError):
@@ -135,7 +153,7 @@ class _QueueMoved(Exception):
     """Every item that looked free was filled by others before we could lock it."""
 
 
-def _claim(study: Study, annotator) -> Assignment | None:
+def _claim(study: Study, annotator, limit: int | None) -> Assignment | None:
     """One claim attempt (in a transaction): the annotator's unexpired claim again, else a slot of
     the neediest item they may judge. The returned assignment carries its item, the item's
     query and the study, ready for the payload."""
@@ -153,7 +171,7 @@ def _claim(study: Study, annotator) -> Assignment | None:
     if current is not None:
         current.item.study = study
         return current
-    if reached_cap(study, annotator):
+    if reached_limit(study, annotator, limit):
         return None
     expire_stale_claims(study, now)
     needy = hot_queries.claimable_item_ids(study, annotator.pk, limit=CLAIM_CANDIDATES)
@@ -175,17 +193,17 @@ def _claim(study: Study, annotator) -> Assignment | None:
     return None
 
 
-def reached_cap(study: Study, annotator) -> bool:
-    """Whether the annotator has judged the study's `max_items_per_annotator` formal items (a
-    voided judgment still counts: the work was done)."""
-    cap = study.max_items_per_annotator
-    if cap is None:
+def reached_limit(study: Study, annotator, limit: int | None) -> bool:
+    """Whether the annotator has judged `limit` formal items of the study (WorkStanding's
+    item_limit: the study's cap or their own quota; a voided judgment still counts: the work was
+    done)."""
+    if limit is None:
         return False
     return (
         Judgment.objects.filter(item__study=study, annotator=annotator)
         .exclude(item__role=Item.Role.QUALIFICATION)
         .count()
-        >= cap
+        >= limit
     )
 
 
@@ -202,13 +220,13 @@ def next_work(study: Study, annotator) -> dict:
     web page and the API both serve. Until the annotator passes the study's qualification round
     the item is their next qualification question; `qualification` always says where they stand
     (QualificationState.payload: status, attempt n of m, the last attempt's result)."""
-    refusal = annotator_refusal(study, annotator)
-    if refusal:
-        raise AnnotationForbidden(refusal)
+    standing = work_standing(study, annotator)
+    if standing.refusal:
+        raise AnnotationForbidden(standing.refusal)
     state = qualification_state(study, annotator)
     if not state.qualified:
         return _next_question_payload(study, annotator)
-    assignment = _claim_for_qualified(study, annotator)
+    assignment = _claim_for_qualified(study, annotator, standing.item_limit)
     payload = finished_payload(study, annotator) if assignment is None else annotator_item_payload(assignment)
     return {**payload, "qualification": state.payload()}
 

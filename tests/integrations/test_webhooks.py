@@ -281,7 +281,8 @@ def test_annotators_participants_and_anonymous_cannot_register_or_read_webhooks(
     existing = register_webhook(url="http://127.0.0.1:9/hook")
     link = configure_crowd_link(make_relic_proxy_study(1))
     participant = Client()
-    participant.get(f"/crowd/{link.slug}/", {"PROLIFIC_PID": "P1"})
+    participant.get(f"/crowd/{link.slug}/", {"PROLIFIC_PID": "P1", "SESSION_ID": "S1"})
+    assert participant.session.get("_auth_user_id")  # signed in as the participant
     for client in (api_client(make_annotator()), api_client(), participant):
         for method, path, data in [
             ("get", "/api/webhooks/", {}),

@@ -23,6 +23,7 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from demo.accounts import demo_accounts
+from marginalia.public_address import announce, withdraw
 
 MANAGE_PY = str(Path(settings.BASE_DIR) / "manage.py")
 STOP_TIMEOUT_SECONDS = 15.0
@@ -132,6 +133,13 @@ def beat_command() -> list[str]:
     ]
 
 
+def started_address(host: str, port: int) -> str:
+    """The address a browser on this machine reaches the web server at (a wildcard bind is
+    reached through the loopback address)."""
+    shown_host = "127.0.0.1" if host in {"0.0.0.0", "::"} else host
+    return f"http://{shown_host}:{port}"
+
+
 def broker_environment(redis_url: str) -> dict[str, str]:
     """What a worker or web process needs to find the broker (settings read these at import)."""
     return {"REDIS_URL": redis_url, "CELERY_BROKER_URL": redis_url, "CELERY_RESULT_BACKEND": redis_url}
@@ -227,10 +235,13 @@ class Command(BaseCommand):
             supervisor.start("celery worker", worker_command(queues), env)
             supervisor.start("celery beat", beat_command(), env)
             supervisor.start("web server", self.web_command(server, host, port, env), env)
+            # Links made outside a request (commands, workers) point where this platform listens.
+            announce(started_address(host, port))
             self.print_banner(host, port)
             dead = supervisor.wait()
         finally:
             supervisor.stop_all()
+            withdraw()
         if dead:
             name, status = dead
             raise CommandError(f"{name} exited with status {status}; stopped the rest of the platform")
@@ -254,9 +265,9 @@ class Command(BaseCommand):
         ]
 
     def print_banner(self, host: str, port: int) -> None:
-        shown_host = "127.0.0.1" if host in {"0.0.0.0", "::"} else host
-        self.stdout.write(self.style.SUCCESS(f"\nMarginalia is running at http://{shown_host}:{port}/"))
-        self.stdout.write(f"  staff dashboard: http://{shown_host}:{port}/dashboard/")
+        address = started_address(host, port)
+        self.stdout.write(self.style.SUCCESS(f"\nMarginalia is running at {address}/"))
+        self.stdout.write(f"  staff dashboard: {address}/dashboard/")
         accounts = demo_accounts()
         seeded = set(
             User.objects.filter(username__in=[a.username for a in accounts]).values_list("username", flat=True)
