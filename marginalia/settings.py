@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "axes",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files, no CDN
+    "outbound",
     "jobs",
     "retrieval",
     "annotation",
@@ -203,6 +204,16 @@ MARGINALIA_BASE_URL = os.environ.get("MARGINALIA_BASE_URL", "http://localhost:80
 MARGINALIA_INVITATION_DAYS = int(os.environ.get("MARGINALIA_INVITATION_DAYS", "14"))
 _crowd_redirect = int(os.environ.get("MARGINALIA_CROWD_REDIRECT_SECONDS", "5"))
 MARGINALIA_CROWD_REDIRECT_SECONDS = _crowd_redirect if _crowd_redirect >= 0 else None
+
+# Requests out of the platform (judge endpoints, webhooks: outbound/) go only to public addresses,
+# plus these host names, addresses and CIDR networks (e.g. a model server on the local network:
+# "127.0.0.1,10.0.5.0/24,llm.internal"); cloud metadata services are refused whatever it lists.
+MARGINALIA_OUTBOUND_ALLOW = env_list("MARGINALIA_OUTBOUND_ALLOW", "")
+# Keys that seal stored secrets (judge API keys, webhook signing secrets; outbound/sealing.py):
+# comma-separated Fernet keys, the first seals and all open (rotation: new key first, then
+# `manage.py reseal_secrets`, then drop the old one). DJANGO_SECRET_KEY stands for a key derived
+# from Django's SECRET_KEY, the default.
+MARGINALIA_SECRETS_KEY = env_list("MARGINALIA_SECRETS_KEY", "DJANGO_SECRET_KEY")
 
 # Webhooks (integrations/services/webhooks.py): hosts on private, loopback or link-local
 # addresses are refused unless allowed (tests allow them for their local receiver); a failed
