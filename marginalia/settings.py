@@ -214,6 +214,10 @@ MARGINALIA_OUTBOUND_ALLOW = env_list("MARGINALIA_OUTBOUND_ALLOW", "")
 # `manage.py reseal_secrets`, then drop the old one). DJANGO_SECRET_KEY stands for a key derived
 # from Django's SECRET_KEY, the default.
 MARGINALIA_SECRETS_KEY = env_list("MARGINALIA_SECRETS_KEY", "DJANGO_SECRET_KEY")
+# Judges read an API key from a registered judge secret (POST /api/judge-secrets/); reading one
+# from an environment variable (`api_key_env`, judges registered before secrets existed) works only
+# for the variable names listed here, and never for the platform's own (DJANGO_*, DATABASE_*, ...).
+MARGINALIA_JUDGE_KEY_ENVS = env_list("MARGINALIA_JUDGE_KEY_ENVS", "")
 
 # Webhooks (integrations/services/webhooks.py): hosts on private, loopback or link-local
 # addresses are refused unless allowed (tests allow them for their local receiver); a failed

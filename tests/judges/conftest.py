@@ -1,5 +1,8 @@
 """Fixtures for judge tests: a real OpenAI-compatible server process (tests/judges/openai_server.py)
-started per test with the behaviour the test needs, and small studies to judge."""
+started per test with the behaviour the test needs, and small studies to judge. The server
+listens on 127.0.0.1, which the outbound guard refuses unless allowed: these tests allow it the
+way a deployment with a local model server does (MARGINALIA_OUTBOUND_ALLOW), and the tests of
+the guard itself take the allowance away."""
 
 from __future__ import annotations
 
@@ -53,6 +56,14 @@ def start_chat_server(folder: Path, *args: str, wait: float = 180) -> ChatServer
             time.sleep(0.2)
     stop_process(process)
     raise RuntimeError("chat server did not start")
+
+
+LOCAL_MODEL_SERVER = ["127.0.0.1"]
+
+
+@pytest.fixture(autouse=True)
+def local_model_server_allowed(settings):
+    settings.MARGINALIA_OUTBOUND_ALLOW = LOCAL_MODEL_SERVER
 
 
 @pytest.fixture
