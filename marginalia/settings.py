@@ -219,9 +219,9 @@ MARGINALIA_SECRETS_KEY = env_list("MARGINALIA_SECRETS_KEY", "DJANGO_SECRET_KEY")
 # for the variable names listed here, and never for the platform's own (DJANGO_*, DATABASE_*, ...).
 MARGINALIA_JUDGE_KEY_ENVS = env_list("MARGINALIA_JUDGE_KEY_ENVS", "")
 
-# Webhooks (integrations/services/webhooks.py): hosts on private, loopback or link-local
-# addresses are refused unless allowed (tests allow them for their local receiver); a failed
-# delivery is retried after BACKOFF x 2^(attempt-1) seconds (capped), MAX_ATTEMPTS in all.
+# Webhooks (integrations/services/): a failed delivery is retried after BACKOFF x 2^(attempt-1)
+# seconds (capped), MAX_ATTEMPTS in all. ALLOW_PRIVATE (kept from before MARGINALIA_OUTBOUND_ALLOW)
+# lets webhooks, and only them, reach loopback and private networks (never link-local, metadata).
 MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = env_bool("MARGINALIA_WEBHOOKS_ALLOW_PRIVATE", False)
 MARGINALIA_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_TIMEOUT_SECONDS", "10"))
 MARGINALIA_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("MARGINALIA_WEBHOOK_MAX_ATTEMPTS", "10"))

@@ -14,6 +14,8 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from annotation.models import AnnotatorProfile, Item, ItemCandidate, Judgment, Study
+from integrations.models import Webhook
+from outbound.sealing import hint, seal
 from retrieval.models import Collection, Document, Hit, Passage, PoolEntry, Qrel, Query, Retriever, Run, Sentence
 from retrieval.planner import refresh_statistics
 
@@ -761,3 +763,9 @@ def analyze_after_bulk_load() -> None:
     study's queries for the near-empty tables earlier tests left (minutes)."""
     refresh_statistics(Query, Passage, Item, ItemCandidate, Hit, Judgment)
 
+
+def make_webhook(url: str, secret: str, **fields) -> Webhook:
+    """A webhook written straight to the table, past registration's checks (a hook registered
+    before them, or one whose URL no test may resolve), with its secret sealed as registration
+    seals it."""
+    return Webhook.objects.create(url=url, sealed_secret=seal(secret), secret_hint=hint(secret), **fields)

@@ -18,10 +18,18 @@ from annotation.services import claim_next_item, submit_judgment
 from annotation.services.quality import refresh_flags
 from integrations.models import Webhook, WebhookDelivery
 from integrations.services.crowd import configure_crowd_link
-from integrations.services.webhooks import deliver_due, register_webhook, signature
+from integrations.services.delivery import deliver_due
+from integrations.services.webhooks import DEACTIVATED, register_webhook, signature
 from jobs.models import Job
 from jobs.services import execute, mark_failed
-from tests.factories import api_client, call_json_command, make_annotator, make_relic_proxy_study, make_user
+from tests.factories import (
+    api_client,
+    call_json_command,
+    make_annotator,
+    make_relic_proxy_study,
+    make_user,
+    make_webhook,
+)
 from tests.integrations.receiver_process import Receiver
 
 pytestmark = pytest.mark.django_db
@@ -56,7 +64,7 @@ def judge(study, annotator):
 
 
 def hook(url: str, *, study=None, events=()) -> Webhook:
-    return Webhook.objects.create(url=url, secret=SECRET, study=study, events=list(events))
+    return make_webhook(url, SECRET, study=study, events=list(events))
 
 
 # --- the outbox ------------------------------------------------------------------------------------
@@ -97,7 +105,7 @@ def test_a_rolled_back_submission_announces_nothing():
 
 
 def test_an_inactive_hook_gets_nothing():
-    Webhook.objects.create(url="https://example.org/hook", secret=SECRET, active=False)
+    make_webhook("https://example.org/hook", SECRET, active=False)
     judge(make_relic_proxy_study(1), make_annotator())
     assert not WebhookDelivery.objects.exists()
 
@@ -219,7 +227,7 @@ def test_nothing_is_sent_to_a_private_address_by_default(receiver):
     summary = deliver_due()
     assert summary["failed"] == 3 and summary["delivered"] == 0
     assert server.requests() == []
-    assert all("private or local address" in d.last_error for d in WebhookDelivery.objects.all())
+    assert all("is a loopback address" in d.last_error for d in WebhookDelivery.objects.all())
 
 
 # --- registration --------------------------------------------------------------------------------
@@ -266,19 +274,20 @@ def test_unknown_events_and_job_events_on_a_study_hook_are_refused(settings):
 def test_staff_pause_read_the_log_and_remove_a_hook(settings):
     settings.MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = True
     client = api_client(make_user(staff=True))
-    created = register_webhook(url="http://127.0.0.1:9/hook")
+    created, _ = register_webhook(url="http://127.0.0.1:9/hook")
     judge(make_relic_proxy_study(1), make_annotator())
     paused = client.patch(f"/api/webhooks/{created.pk}/", {"active": False}, format="json")
     assert paused.json()["active"] is False
     log = client.get(f"/api/webhooks/{created.pk}/deliveries/").json()
-    assert {row["event"] for row in log} >= {"judgment.submitted"} and log[0]["status"] == "pending"
+    assert {row["event"] for row in log} >= {"judgment.submitted"}
+    assert {(row["status"], row["last_error"]) for row in log} == {("failed", DEACTIVATED)}
     assert client.delete(f"/api/webhooks/{created.pk}/").status_code == 204
     assert not Webhook.objects.exists() and not WebhookDelivery.objects.exists()
 
 
 def test_annotators_participants_and_anonymous_cannot_register_or_read_webhooks(settings):
     settings.MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = True
-    existing = register_webhook(url="http://127.0.0.1:9/hook")
+    existing, secret = register_webhook(url="http://127.0.0.1:9/hook")
     link = configure_crowd_link(make_relic_proxy_study(1))
     participant = Client()
     participant.get(f"/crowd/{link.slug}/", {"PROLIFIC_PID": "P1"})
@@ -296,5 +305,5 @@ def test_annotators_participants_and_anonymous_cannot_register_or_read_webhooks(
             )
             response = getattr(client, method)(path, data, **kwargs)
             assert response.status_code in (401, 403), (method, path, response.status_code)
-            assert existing.secret not in response.content.decode()
+            assert secret not in response.content.decode()
     assert list(Webhook.objects.values_list("pk", "active")) == [(existing.pk, True)]
