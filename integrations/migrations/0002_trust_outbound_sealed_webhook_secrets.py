@@ -41,6 +41,13 @@ class Migration(migrations.Migration):
             field=models.CharField(blank=True, max_length=8),
         ),
         migrations.RunPython(seal_secrets, unseal_secrets),
+        # A default for the clear column before it goes, so that going back can add it again to a
+        # table with rows (the backward step then fills it in).
+        migrations.AlterField(
+            model_name="webhook",
+            name="secret",
+            field=models.CharField(default="", max_length=128),
+        ),
         migrations.RemoveField(
             model_name="webhook",
             name="secret",
