@@ -40,29 +40,6 @@ SECRET = "receiver-shared-secret-for-trust"
 FINDING_7_URL = "http://127.0.0.1:8314\\@example.org/"
 
 
-@pytest.fixture
-def allow_local(settings):
-    """The receiver listens on 127.0.0.1: allowed for webhooks (the setting kept from before the
-    outbound allow-list), with no backoff so each batch retries at once."""
-    settings.MARGINALIA_OUTBOUND_ALLOW = []
-    settings.MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = True
-    settings.MARGINALIA_WEBHOOK_BACKOFF_SECONDS = 0
-    settings.MARGINALIA_WEBHOOK_TIMEOUT_SECONDS = 5
-
-
-@pytest.fixture
-def receiver(tmp_path):
-    started = []
-
-    def start(secret: str = SECRET) -> Receiver:
-        started.append(Receiver(tmp_path, secret).start())
-        return started[-1]
-
-    yield start
-    for process in started:
-        process.stop()
-
-
 def submit(study, annotator) -> int:
     assignment = claim_next_item(study, annotator)
     return submit_judgment(annotator=annotator, item=assignment.item, position=0, seconds=2).judgment.pk
@@ -115,7 +92,7 @@ def test_what_registration_accepts_it_stores_normalised(allow_local):
 def test_finding_7_a_stored_backslash_hook_fails_alone_and_every_batch_delivers_the_others(
     allow_local, receiver, settings, caplog
 ):
-    server = receiver()
+    server = receiver(SECRET)
     bad = make_webhook(FINDING_7_URL, SECRET, events=["judgment.submitted"])  # stored before the parser
     good = make_webhook(server.url, SECRET, events=["judgment.submitted"])
     study = make_relic_proxy_study(4, judgments_per_item=1)
@@ -143,7 +120,7 @@ def test_a_delivery_that_goes_wrong_in_any_other_way_is_recorded_on_it_and_the_b
 ):
     """A hook whose secret no configured key opens any more (a key dropped too early): its
     deliveries wait, saying why in one line, and the others are delivered."""
-    server = receiver()
+    server = receiver(SECRET)
     settings.MARGINALIA_SECRETS_KEY = [Fernet.generate_key().decode()]
     unreadable = make_webhook(server.url, SECRET, events=["judgment.submitted"])
     settings.MARGINALIA_SECRETS_KEY = ["DJANGO_SECRET_KEY"]
@@ -159,7 +136,7 @@ def test_a_delivery_that_goes_wrong_in_any_other_way_is_recorded_on_it_and_the_b
 
 
 def test_a_receiver_that_redirects_gets_no_second_request(allow_local, receiver, tmp_path):
-    server = receiver()
+    server = receiver(SECRET)
     redirecting = start_chat_server(tmp_path, "--status", "307", "--location", server.url)
     try:
         make_webhook(redirecting.base_url, SECRET, events=["judgment.submitted"])
@@ -175,7 +152,7 @@ def test_a_receiver_that_redirects_gets_no_second_request(allow_local, receiver,
 
 
 def test_finding_7_deactivating_a_hook_stops_its_queued_deliveries(allow_local, receiver):
-    server = receiver()
+    server = receiver(SECRET)
     hook = make_webhook(server.url, SECRET, events=["judgment.submitted"])
     study = make_relic_proxy_study(3, judgments_per_item=1)
     annotator = make_annotator()

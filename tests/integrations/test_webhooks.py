@@ -30,32 +30,10 @@ from tests.factories import (
     make_user,
     make_webhook,
 )
-from tests.integrations.receiver_process import Receiver
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "receiver-shared-secret"
-
-
-@pytest.fixture
-def allow_local(settings):
-    """The test's receiver listens on 127.0.0.1: allowed here, explicitly, and nowhere else."""
-    settings.MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = True
-    settings.MARGINALIA_WEBHOOK_BACKOFF_SECONDS = 0
-    settings.MARGINALIA_WEBHOOK_TIMEOUT_SECONDS = 5
-
-
-@pytest.fixture
-def receiver(tmp_path):
-    started = []
-
-    def start(fail_first: int = 0) -> Receiver:
-        started.append(Receiver(tmp_path, SECRET, fail_first=fail_first).start())
-        return started[-1]
-
-    yield start
-    for process in started:
-        process.stop()
 
 
 def judge(study, annotator):
@@ -151,7 +129,7 @@ def test_a_new_quality_flag_is_announced_once():
 
 
 def test_the_receiver_verifies_the_signature_of_every_event(allow_local, receiver):
-    server = receiver()
+    server = receiver(SECRET)
     hook(server.url)
     study = make_relic_proxy_study(1, judgments_per_item=1)
     judge(study, make_annotator())
@@ -172,7 +150,7 @@ def test_the_receiver_verifies_the_signature_of_every_event(allow_local, receive
 
 
 def test_a_500_is_retried_with_backoff_and_every_attempt_is_logged(allow_local, receiver, settings):
-    server = receiver(fail_first=2)
+    server = receiver(SECRET, fail_first=2)
     hook(server.url, events=["judgment.submitted"])
     judge(make_relic_proxy_study(1), make_annotator())
     settings.MARGINALIA_WEBHOOK_BACKOFF_SECONDS = 3600
@@ -194,7 +172,7 @@ def test_a_500_is_retried_with_backoff_and_every_attempt_is_logged(allow_local, 
 
 
 def test_nothing_is_lost_while_the_receiver_is_down(allow_local, receiver):
-    server = receiver()
+    server = receiver(SECRET)
     hook(server.url, events=["judgment.submitted"])
     server.stop()
     study = make_relic_proxy_study(3, judgments_per_item=1)
@@ -211,7 +189,7 @@ def test_nothing_is_lost_while_the_receiver_is_down(allow_local, receiver):
 
 def test_a_delivery_gives_up_after_the_last_attempt(allow_local, receiver, settings):
     settings.MARGINALIA_WEBHOOK_MAX_ATTEMPTS = 2
-    server = receiver(fail_first=5)
+    server = receiver(SECRET, fail_first=5)
     hook(server.url, events=["judgment.submitted"])
     judge(make_relic_proxy_study(1), make_annotator())
     deliver_due()
@@ -221,7 +199,7 @@ def test_a_delivery_gives_up_after_the_last_attempt(allow_local, receiver, setti
 
 
 def test_nothing_is_sent_to_a_private_address_by_default(receiver):
-    server = receiver()
+    server = receiver(SECRET)
     hook(server.url)  # written straight to the table, past the registration check
     judge(make_relic_proxy_study(1, judgments_per_item=1), make_annotator())
     summary = deliver_due()

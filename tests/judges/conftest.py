@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from jobs.management.commands.run_platform import free_port, stop_process
+from marginalia.celery import app
 from tests.conftest import PROJECT_ROOT
 
 
@@ -59,6 +60,14 @@ def start_chat_server(folder: Path, *args: str, wait: float = 180) -> ChatServer
 
 
 LOCAL_MODEL_SERVER = ["127.0.0.1"]
+
+
+@pytest.fixture
+def eager_celery(monkeypatch):
+    """Judging jobs run inside the request's commit, no worker; a job that fails records its
+    error on the Job row (what a worker would do) instead of raising into the test."""
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    monkeypatch.setitem(app.conf, "task_eager_propagates", False)
 
 
 @pytest.fixture(autouse=True)

@@ -10,18 +10,11 @@ from jobs.models import Job
 from judges.models import Judge, JudgeAnswer
 from judges.secrets import ENDPOINT_PERMISSION, store_secret
 from judges.services import register_judge
-from marginalia.celery import app
 from tests.factories import api_client, grant, make_annotator, make_relic_proxy_study, make_user, next_url
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "JUDGE-SAYS-XYZZY"
-
-
-@pytest.fixture
-def eager_celery(monkeypatch):
-    monkeypatch.setitem(app.conf, "task_always_eager", True)
-    monkeypatch.setitem(app.conf, "task_eager_propagates", True)
 
 
 def judge_routes(study):

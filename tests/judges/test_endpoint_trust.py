@@ -29,20 +29,12 @@ from judges.asking import judge_study
 from judges.backends import MAX_ANSWER_CHARACTERS, EndpointUnavailable
 from judges.models import Judge, JudgeAnswer, JudgeSecret
 from judges.secrets import ENDPOINT_PERMISSION, store_secret
-from marginalia.celery import app
 from tests.factories import api_client, call_json_command, grant, make_annotator, make_label_study, make_user
 from tests.outbound.test_guard import REFUSED_BASE_URLS
 
 pytestmark = pytest.mark.django_db
 
 KEY = "sk-registered-key-0123456789abcdef"
-
-
-@pytest.fixture
-def eager_celery(monkeypatch):
-    """Judging jobs run inside the request's commit; a failing one records its error on the Job."""
-    monkeypatch.setitem(app.conf, "task_always_eager", True)
-    monkeypatch.setitem(app.conf, "task_eager_propagates", False)
 
 
 @pytest.fixture
