@@ -32,7 +32,7 @@ from .serializers import (
 from .services.crowd import completion_url, configure_crowd_link, screen_out, study_url
 from .services.invitations import invite_annotator
 from .services.recruiting import grant_access, granted_accounts, set_only_granted, set_recruiting
-from .services.webhooks import register_webhook
+from .services.webhooks import register_webhook, set_webhook_active
 
 # A JSON array of objects, for the schema (several endpoints answer with plain rows).
 ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
@@ -165,8 +165,9 @@ class ScreenOutView(StaffAPIView):
 
 
 class WebhooksView(StaffAPIView):
-    """GET: every webhook (with its secret, for the receiver's set-up). POST `{url, events,
-    study, secret}`: register one (private addresses refused unless allowed) → 201."""
+    """GET: every webhook (its secret's hint, never the secret). POST `{url, events, study,
+    secret}`: register one (odd URLs and private addresses refused) → 201 with the secret, the
+    only time it is shown."""
 
     @extend_schema(operation_id="webhooks_list", responses={200: ROWS})
     def get(self, request):
@@ -176,12 +177,13 @@ class WebhooksView(StaffAPIView):
     def post(self, request):
         form = WebhookSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        hook = register_webhook(**form.validated_data, created_by=request.user)
-        return Response(webhook_row(hook), status=status.HTTP_201_CREATED)
+        hook, secret = register_webhook(**form.validated_data, created_by=request.user)
+        return Response({**webhook_row(hook), "secret": secret}, status=status.HTTP_201_CREATED)
 
 
 class WebhookDetailView(StaffAPIView):
-    """GET one webhook; PATCH `{active}` pauses or resumes it; DELETE removes it and its log."""
+    """GET one webhook; PATCH `{active}` pauses (its queued deliveries end failed) or resumes
+    it; DELETE removes it and its log."""
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk: int):
@@ -192,9 +194,7 @@ class WebhookDetailView(StaffAPIView):
         hook = get_object_or_404(Webhook, pk=pk)
         form = WebhookChangeSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        hook.active = form.validated_data["active"]
-        hook.save(update_fields=["active"])
-        return Response(webhook_row(hook))
+        return Response(webhook_row(set_webhook_active(hook, form.validated_data["active"])))
 
     @extend_schema(responses={204: None})
     def delete(self, request, pk: int):

@@ -3,13 +3,15 @@ participants (Prolific / MTurk), and webhooks with their delivery outbox.
 
 This app sits on top: it reads and writes annotation's studies and users, and hears the lower
 apps' events (annotation.events, jobs.events) through Django signals; no lower app imports it.
-Secrets that grant access (invitation tokens) are stored only as SHA-256 digests.
+Secrets that grant access (invitation tokens) are stored only as SHA-256 digests; secrets the
+platform must still use (webhooks' signing secrets) are stored sealed (outbound.sealing).
 """
 
 from django.conf import settings
 from django.db import models
 
 from annotation.models import Study
+from outbound.fields import SealedField
 
 
 class Invitation(models.Model):
@@ -93,10 +95,12 @@ class Participant(models.Model):
 
 class Webhook(models.Model):
     """An outside URL told about events, for one study or (study empty) for all studies and
-    jobs. Every request is signed with HMAC-SHA256 under `secret` (see services/webhooks.py)."""
+    jobs. Every request is signed with HMAC-SHA256 under its secret (see services/delivery.py),
+    which is shown once, at registration, and kept sealed: `secret_hint` tells hooks apart."""
 
-    url = models.URLField(max_length=500)
-    secret = models.CharField(max_length=128, help_text="HMAC-SHA256 key; the receiver verifies with it.")
+    url = models.URLField(max_length=500, help_text="Normalised by outbound.targets.parse_url.")
+    sealed_secret = SealedField(help_text="The HMAC-SHA256 key, sealed; the receiver verifies with it.")
+    secret_hint = models.CharField(max_length=8, blank=True)
     events = models.JSONField(default=list, blank=True, help_text="Event names; empty: every event.")
     study = models.ForeignKey(
         Study, null=True, blank=True, on_delete=models.CASCADE, related_name="webhooks", help_text="Empty: global."

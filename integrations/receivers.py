@@ -15,7 +15,7 @@ from jobs.events import job_finished
 from jobs.models import Job
 
 from . import payloads
-from .services.webhooks import enqueue
+from .services.outbox import enqueue
 
 QUEUE_DELIVERIES = "integrations.tasks.queue_deliveries"
 

@@ -82,7 +82,7 @@ def webhook_row(hook: Webhook) -> dict:
         "url": hook.url,
         "events": hook.events,
         "study": hook.study_id,
-        "secret": hook.secret,
+        "secret_hint": hook.secret_hint,
         "active": hook.active,
         "created_at": hook.created_at,
     }

@@ -60,10 +60,14 @@ class ScreenOutSerializer(serializers.Serializer):
 
 
 class WebhookSerializer(serializers.Serializer):
-    url = serializers.URLField(max_length=500)
+    """The URL is read by the strict parser in the service (outbound.targets), not DRF's."""
+
+    url = serializers.CharField(max_length=500, trim_whitespace=False)
     events = serializers.ListField(child=serializers.CharField(), required=False, default=list)
     study = serializers.PrimaryKeyRelatedField(queryset=Study.objects.all(), required=False, allow_null=True)
-    secret = serializers.CharField(max_length=128, required=False, allow_blank=True, default="")
+    secret = serializers.CharField(
+        max_length=128, required=False, allow_blank=True, default="", write_only=True, trim_whitespace=False
+    )
 
 
 class WebhookChangeSerializer(serializers.Serializer):

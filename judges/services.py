@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -17,12 +16,15 @@ from django.db.models import Count, Max, Q
 from annotation.models import Item, Study
 from jobs.models import Job
 from jobs.services import create_job, dispatch
+from outbound.addresses import OutboundRefused, Policy, UnresolvableHost
+from outbound.targets import BadURL, Target, parse_url
 from retrieval.errors import InputError
 from retrieval.models import Hit, Run
 
 from .models import Judge, JudgeAnswer
 from .parsing import parse_answer
 from .prompts import Prompt, item_prompt
+from .secrets import check_key_source, require_endpoint_permission
 
 if TYPE_CHECKING:
     from .backends import Completion
@@ -31,10 +33,16 @@ EMBEDDED_JUDGE = "smollm2-135m-local"
 COMMON_SETTINGS = {"temperature": 0.0, "seed": 0, "max_tokens": 8, "batch_size": 8, "concurrency": 4}
 BACKEND_SETTINGS = {
     Judge.Backend.LOCAL: {"model": "", "gguf_file": ""},
-    Judge.Backend.OPENAI: {"base_url": None, "model": None, "api_key_env": "", "retries": 4, "timeout": 60.0},
+    Judge.Backend.OPENAI: {
+        "base_url": None,
+        "model": None,
+        "api_key_secret": "",
+        "api_key_env": "",
+        "retries": 4,
+        "timeout": 60.0,
+    },
     Judge.Backend.RUN: {"run": None},
 }
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SAMPLES = 20
 # By name: judges.tasks imports judges.asking, whose backends load the openai client (most of a
 # second), which a web process that only queues the work never needs.
@@ -54,9 +62,21 @@ def _number(settings: dict, key: str, kind, minimum: float) -> None:
         raise InputError(f"must be at least {minimum}, got {settings[key]}", field=f"settings.{key}")
 
 
+def endpoint(base_url: object) -> Target:
+    """A judge's endpoint read by the one strict URL parser and its host checked by the outbound
+    guard (outbound.addresses: public addresses and MARGINALIA_OUTBOUND_ALLOW only), or
+    InputError naming settings.base_url. Every request checks the address again as it connects."""
+    try:
+        target = parse_url(base_url)
+        Policy.from_settings().addresses(target.host, target.port)
+    except (BadURL, OutboundRefused, UnresolvableHost) as exc:
+        raise InputError(str(exc), field="settings.base_url") from None
+    return target
+
+
 def validate_settings(backend: str, given: dict | None) -> dict:
     """The judge's settings with every default filled in, or InputError naming `settings.<key>`.
-    An API key itself is refused: only the name of the environment variable holding it is kept."""
+    An API key itself is refused: only the name of the judge secret holding it is kept."""
     if backend not in BACKEND_SETTINGS:
         raise InputError(f"unknown backend {backend!r}; use {', '.join(Judge.Backend.values)}", field="backend")
     given = dict(given or {})
@@ -64,7 +84,7 @@ def validate_settings(backend: str, given: dict | None) -> dict:
         raise InputError("must be a JSON object", field="settings")
     if "api_key" in given:
         raise InputError(
-            "a key is never stored: put it in an environment variable and give its name as api_key_env",
+            "a key is never part of a judge: register it as a judge secret and give its name as api_key_secret",
             field="settings.api_key",
         )
     allowed = {**COMMON_SETTINGS, **BACKEND_SETTINGS[backend]}
@@ -83,10 +103,8 @@ def validate_settings(backend: str, given: dict | None) -> dict:
     for key in ("max_tokens", "batch_size", "concurrency"):
         _number(settings, key, int, 1)
     if backend == Judge.Backend.OPENAI:
-        if not str(settings["base_url"]).startswith(("http://", "https://")):
-            raise InputError("must be an http(s) URL", field="settings.base_url")
-        if settings["api_key_env"] and not ENV_NAME.match(str(settings["api_key_env"])):
-            raise InputError("must be the name of an environment variable", field="settings.api_key_env")
+        settings["base_url"] = endpoint(settings["base_url"]).url
+        check_key_source(settings)
         _number(settings, "retries", int, 0)
         _number(settings, "timeout", float, 0.1)
     if backend == Judge.Backend.RUN:
@@ -98,7 +116,10 @@ def validate_settings(backend: str, given: dict | None) -> dict:
 
 def register_judge(name: str, backend: str, settings: dict | None = None, user=None) -> Judge:
     """The judge `name` with these settings: its latest version when that has them already, else
-    a new version (answers of older versions stay theirs)."""
+    a new version (answers of older versions stay theirs). An endpoint judge needs `user` to
+    hold judges.manage_judge_endpoints (no user: the command line)."""
+    if backend == Judge.Backend.OPENAI:
+        require_endpoint_permission(user)
     name = (name or "").strip()
     if not name or len(name) > 100:
         raise InputError("must be 1 to 100 characters", field="name")

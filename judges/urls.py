@@ -9,6 +9,8 @@ app_name = "judges"
 urlpatterns = [
     path("studies/<id:study_id>/judges/run/", views.study_judge, name="study-judge"),
     path("api/judges/", api.JudgeListCreateView.as_view(), name="api-judges"),
+    path("api/judge-secrets/", api.JudgeSecretsView.as_view(), name="api-judge-secrets"),
+    path("api/judge-secrets/<id:pk>/", api.JudgeSecretDetailView.as_view(), name="api-judge-secret"),
     path("api/studies/<id:pk>/judge/", api.StudyJudgingView.as_view(), name="api-study-judge"),
     path("api/studies/<id:pk>/judge-answers/", api.StudyJudgeAnswersView.as_view(), name="api-study-judge-answers"),
 ]

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "axes",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files, no CDN
+    "outbound",
     "jobs",
     "retrieval",
     "annotation",
@@ -208,9 +209,23 @@ MARGINALIA_CROWD_REDIRECT_SECONDS = _crowd_redirect if _crowd_redirect >= 0 else
 MARGINALIA_CROWD_NEW_PER_LINK_PER_MINUTE = int(os.environ.get("MARGINALIA_CROWD_NEW_PER_LINK_PER_MINUTE", "120"))
 MARGINALIA_CROWD_NEW_PER_ADDRESS_PER_HOUR = int(os.environ.get("MARGINALIA_CROWD_NEW_PER_ADDRESS_PER_HOUR", "10"))
 
-# Webhooks (integrations/services/webhooks.py): hosts on private, loopback or link-local
-# addresses are refused unless allowed (tests allow them for their local receiver); a failed
-# delivery is retried after BACKOFF x 2^(attempt-1) seconds (capped), MAX_ATTEMPTS in all.
+# Requests out of the platform (judge endpoints, webhooks: outbound/) go only to public addresses,
+# plus these host names, addresses and CIDR networks (e.g. a model server on the local network:
+# "127.0.0.1,10.0.5.0/24,llm.internal"); cloud metadata services are refused whatever it lists.
+MARGINALIA_OUTBOUND_ALLOW = env_list("MARGINALIA_OUTBOUND_ALLOW", "")
+# Keys that seal stored secrets (judge API keys, webhook signing secrets; outbound/sealing.py):
+# comma-separated Fernet keys, the first seals and all open (rotation: new key first, then
+# `manage.py reseal_secrets`, then drop the old one). DJANGO_SECRET_KEY stands for a key derived
+# from Django's SECRET_KEY, the default.
+MARGINALIA_SECRETS_KEY = env_list("MARGINALIA_SECRETS_KEY", "DJANGO_SECRET_KEY")
+# Judges read an API key from a registered judge secret (POST /api/judge-secrets/); reading one
+# from an environment variable (`api_key_env`, judges registered before secrets existed) works only
+# for the variable names listed here, and never for the platform's own (DJANGO_*, DATABASE_*, ...).
+MARGINALIA_JUDGE_KEY_ENVS = env_list("MARGINALIA_JUDGE_KEY_ENVS", "")
+
+# Webhooks (integrations/services/): a failed delivery is retried after BACKOFF x 2^(attempt-1)
+# seconds (capped), MAX_ATTEMPTS in all. ALLOW_PRIVATE (kept from before MARGINALIA_OUTBOUND_ALLOW)
+# lets webhooks, and only them, reach loopback and private networks (never link-local, metadata).
 MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = env_bool("MARGINALIA_WEBHOOKS_ALLOW_PRIVATE", False)
 MARGINALIA_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_TIMEOUT_SECONDS", "10"))
 MARGINALIA_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("MARGINALIA_WEBHOOK_MAX_ATTEMPTS", "10"))

@@ -9,10 +9,13 @@ import json
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from annotation.models import AnnotatorProfile, Item, ItemCandidate, Judgment, Study
+from integrations.models import Webhook
+from outbound.sealing import hint, seal
 from retrieval.models import Collection, Document, Hit, Passage, PoolEntry, Qrel, Query, Retriever, Run, Sentence
 from retrieval.planner import refresh_statistics
 
@@ -23,6 +26,14 @@ def make_user(username: str | None = None, *, staff: bool = False, password: str
     """An active user; `staff=True` gives the staff flag (not superuser)."""
     username = username or f"user{next(_sequence)}"
     return get_user_model().objects.create_user(username=username, password=password, is_staff=staff)
+
+
+def grant(user, *permissions: str):
+    """Give `user` these permissions ("app_label.codename") and return it."""
+    for permission in permissions:
+        app_label, codename = permission.split(".")
+        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return user
 
 
 def api_client(user=None) -> APIClient:
@@ -751,3 +762,10 @@ def analyze_after_bulk_load() -> None:
     are never committed, so autovacuum never sees them either. Postgres would plan the 10K-item
     study's queries for the near-empty tables earlier tests left (minutes)."""
     refresh_statistics(Query, Passage, Item, ItemCandidate, Hit, Judgment)
+
+
+def make_webhook(url: str, secret: str, **fields) -> Webhook:
+    """A webhook written straight to the table, past registration's checks (a hook registered
+    before them, or one whose URL no test may resolve), with its secret sealed as registration
+    seals it."""
+    return Webhook.objects.create(url=url, sealed_secret=seal(secret), secret_hint=hint(secret), **fields)

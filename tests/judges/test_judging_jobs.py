@@ -10,7 +10,15 @@ import time
 
 import pytest
 
+from tests.judges.conftest import LOCAL_MODEL_SERVER
 from tests.live_platform import manage, wait_for_job, worker_log
+
+
+@pytest.fixture(scope="module")
+def platform(platform):
+    """The shared platform, allowed to reach the test's model server on 127.0.0.1."""
+    platform["env"]["MARGINALIA_OUTBOUND_ALLOW"] = ",".join(LOCAL_MODEL_SERVER)
+    return platform
 
 
 def stored_answers(database) -> int:
