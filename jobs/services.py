@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import os
 import socket
+import time
 import traceback
 import uuid
 from collections.abc import Callable, Iterable, Sequence
@@ -46,8 +47,10 @@ def broker_address() -> str:
 
 
 def require_broker() -> None:
-    """Raise BrokerUnavailable unless the broker accepts a connection within
-    MARGINALIA_BROKER_TIMEOUT_SECONDS (one attempt, no retries)."""
+    """Raise BrokerUnavailable unless the broker accepts a connection and answers a PING within
+    MARGINALIA_BROKER_TIMEOUT_SECONDS (one attempt, no retries): a closed port and a broker that
+    accepts connections but never answers (a frozen Redis) are refused alike, by the socket
+    deadlines of CELERY_BROKER_TRANSPORT_OPTIONS."""
     if app.conf.task_always_eager:
         return
     try:
@@ -75,11 +78,29 @@ def _load_tasks(names: Iterable[str]) -> None:
         app.loader.import_default_modules()
 
 
+# After a send without a Job was refused, this process skips that broker for this long: a web
+# request that announces several events (a submit completing an item and its study) waits for
+# one refusal, not one per event, and the requests after it not at all.
+SEND_PAUSE_AFTER_REFUSAL_SECONDS = 30.0
+_sends_paused_until: dict[str, float] = {}  # broker URL -> time.monotonic() when sends resume
+
+
 def send_task(name: str, args: list, **options: Any) -> None:
-    """Queue one task that has no Job row, by name (a webhook delivery keeps its own outbox row
-    and retries itself)."""
+    """Queue one task that has no Job row, by name: a webhook delivery, whose outbox row stays
+    pending for the periodic redelivery when this refuses. One attempt within the broker's
+    deadlines; raises BrokerUnavailable when the broker refuses, or refused this process a send
+    less than SEND_PAUSE_AFTER_REFUSAL_SECONDS ago."""
+    broker = app.conf.broker_url
+    if time.monotonic() < _sends_paused_until.get(broker, 0.0):
+        raise BrokerUnavailable(f"the task queue at {broker_address()} refused a send moments ago; not retried yet")
     _load_tasks([name])
-    app.signature(name, args=args).apply_async(**options)
+    try:
+        app.signature(name, args=args).apply_async(**{**options, "retry": False})
+    except Exception as exc:  # kombu and redis raise several kinds of connection errors and timeouts
+        _sends_paused_until[broker] = time.monotonic() + SEND_PAUSE_AFTER_REFUSAL_SECONDS
+        raise BrokerUnavailable(
+            f"the task queue at {broker_address()} refused the task ({type(exc).__name__}: {exc})"
+        ) from None
 
 
 def _publish(jobs: Sequence[Job]) -> None:
@@ -96,7 +117,7 @@ def _publish(jobs: Sequence[Job]) -> None:
                 # Results are ignored: the Job row is the result, so nothing waits on the backend.
                 app.signature(
                     job.task, args=[job.pk, *job.arguments], queue=job.queue, task_id=job.celery_id
-                ).apply_async(producer=producer, ignore_result=True)
+                ).apply_async(producer=producer, ignore_result=True, retry=False)
     except Exception as exc:  # the broker went away between the check and the commit
         message = f"the task queue at {broker_address()} refused the job ({type(exc).__name__}: {exc})"
         for job in jobs:

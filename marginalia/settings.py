@@ -71,6 +71,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
+    "jobs.middleware.BrokerUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "marginalia.urls"
@@ -292,7 +293,18 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Every broker operation has a deadline: connecting, and each read or write on a connection. A
+# broker that accepts connections but never answers (a frozen Redis) is then refused as quickly
+# as one that is down, instead of holding a request or command forever. Sending is one attempt
+# (jobs.services): a refused send fails the job, or leaves a webhook's outbox row to redelivery.
 CELERY_BROKER_CONNECTION_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_timeout": MARGINALIA_BROKER_TIMEOUT_SECONDS,
+    "socket_connect_timeout": MARGINALIA_BROKER_TIMEOUT_SECONDS,
+}
+CELERY_REDIS_SOCKET_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_TASK_PUBLISH_RETRY = False
 # Periodic tasks, run by celery beat (run_platform starts it; docker-compose's beat service).
 CELERY_BEAT_SCHEDULE = {
     # Jobs whose worker died (no heartbeat for MARGINALIA_STALE_JOB_MINUTES) fail or retry.

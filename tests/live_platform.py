@@ -8,6 +8,7 @@ by tests/conftest.py; a test module may override `platform` (e.g. to add a data 
 """
 
 import os
+import signal
 import socket
 import sqlite3
 import subprocess
@@ -62,6 +63,21 @@ def broker_down(reachable_broker):
     point_broker_at(f"redis://127.0.0.1:{free_port()}/0")
     yield
     point_broker_at(reachable_broker)
+
+
+@pytest.fixture
+def broker_frozen(reachable_broker):
+    """The broker is a Redis stopped with SIGSTOP for the length of the test: it accepts
+    connections (the kernel completes them) but never answers. Yields its process."""
+    process, url = start_redis(free_port())
+    point_broker_at(url)
+    os.kill(process.pid, signal.SIGSTOP)
+    try:
+        yield process
+    finally:
+        os.kill(process.pid, signal.SIGCONT)
+        stop_process(process)
+        point_broker_at(reachable_broker)
 
 
 @pytest.fixture
