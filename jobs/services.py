@@ -20,7 +20,6 @@ import os
 import re
 import socket
 import time
-import traceback
 import uuid
 from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
@@ -250,7 +249,8 @@ def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
         _end(job_id, Job.Status.CANCELLED)
         return {"cancelled": True}
     except BaseException as exc:
-        mark_failed(job_id, f"{type(exc).__name__}: {exc}\n{traceback.format_exc()}")
+        logger.exception("job %s failed", job_id)  # the traceback, for the worker's log only
+        mark_failed(job_id, failure_line(exc))
         raise
     # Only a job still running succeeds: one failed meanwhile as stale keeps its verdict.
     if Job.objects.filter(pk=job_id, status=Job.Status.RUNNING).update(
@@ -260,6 +260,18 @@ def execute(job_id: int, work: Callable[[Progress], dict]) -> dict:
     if parent_id:
         _report_parent(parent_id)
     return result
+
+
+# An absolute path (not inside a URL): "/srv/data/uploads/3f2a/x.zip" -> "x.zip".
+_SERVER_PATH = re.compile(r"(?<![\w:/.~-])(?:/[^\s'\"/:,;()]+)+/([^\s'\"/:,;()]*)")
+
+
+def failure_line(exc: BaseException) -> str:
+    """What a failed job's `error` says: the exception's type and the first line of its message
+    (a refusal's one line naming the file, line and field), with server paths cut to their last
+    part. Tracebacks go to the worker's log, never to the Job that staff and the API read."""
+    lines = str(exc).strip().splitlines()
+    return _SERVER_PATH.sub(r"\1", f"{type(exc).__name__}: {lines[0] if lines else ''}".rstrip(": "))
 
 
 def finish_job(job_id: int, result: dict) -> bool:
