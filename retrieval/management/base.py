@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+from argparse import ArgumentParser
 from collections.abc import Iterable
 
 from django.core.management.base import BaseCommand, CommandError
@@ -13,6 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from jobs.errors import BrokerUnavailable
 from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
+from retrieval.input_rules import ascii_float, ascii_int
 
 
 def write_lines(command: BaseCommand, lines: Iterable[str]) -> None:
@@ -27,10 +29,24 @@ def write_lines(command: BaseCommand, lines: Iterable[str]) -> None:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
 
 
+def ascii_number_options(parser: ArgumentParser) -> ArgumentParser:
+    """Make the parser's int and float options follow the input rule (ASCII digits: argparse's
+    int() and float() would read '٣' as 3 and '1_0' as 10). Returns the parser."""
+    for action in parser._actions:
+        if action.type is int:
+            action.type = ascii_int
+        elif action.type is float:
+            action.type = ascii_float
+    return parser
+
+
 class JsonCommand(BaseCommand):
     """Subclasses define `run(**options) -> dict`, the summary printed at the end."""
 
     requires_system_checks = DATA_COMMAND_CHECKS
+
+    def create_parser(self, prog_name, subcommand, **kwargs):
+        return ascii_number_options(super().create_parser(prog_name, subcommand, **kwargs))
 
     def add_arguments(self, parser):
         parser.add_argument("--json", action="store_true", help="Print the summary as one JSON line.")
