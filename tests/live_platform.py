@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 import redis
+from django.test import override_settings
 
 from jobs.management.commands.run_platform import (
     broker_environment,
@@ -44,11 +45,15 @@ def redis_url():
 def reachable_broker():
     """Every test process has a reachable broker, as the platform does: code that queues work
     (which refuses when the broker is down) talks to a real Redis, on a database no worker
-    consumes. Tests of a down broker point the app elsewhere themselves."""
+    consumes, and request rates are counted on another of its databases. Tests of a down broker
+    point the app elsewhere themselves."""
     process, url = start_redis(free_port())
     quiet_url = url.rsplit("/", 1)[0] + "/3"
     point_broker_at(quiet_url)
+    rates = override_settings(MARGINALIA_RATE_LIMIT_URL=url.rsplit("/", 1)[0] + "/4")  # request rates too
+    rates.enable()
     yield quiet_url
+    rates.disable()
     stop_process(process)
 
 
