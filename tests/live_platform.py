@@ -21,6 +21,7 @@ import redis
 from django.test import override_settings
 
 from jobs.management.commands.run_platform import (
+    beat_command,
     broker_environment,
     free_port,
     start_redis,
@@ -178,3 +179,71 @@ def web_server(platform, worker):
 def port_is_open(port: int) -> bool:
     with socket.socket() as probe:
         return probe.connect_ex(("127.0.0.1", port)) == 0
+
+
+class WholePlatform:
+    """Everything run_platform runs, as separate processes the test can hurt: Redis on a port of
+    its own (no persistence), one worker, Celery beat, and with `web=True` gunicorn; a throwaway
+    SQLite file. `freeze`/`thaw` stop and resume Redis (SIGSTOP: it accepts connections and never
+    answers); `kill` is a power cut of everything, `start` again after it. Helpers read it as the
+    `platform` dict (`env`, `database`, `folder`)."""
+
+    def __init__(self, folder: Path, *, web: bool = False, **environment: str):
+        self.folder, self.port, self.web = folder, free_port(), web
+        self.url = f"redis://127.0.0.1:{self.port}/0"
+        self.database = folder / "db.sqlite3"
+        self.env = {
+            **os.environ,
+            "DATABASE_URL": f"sqlite:///{self.database}",
+            "MARGINALIA_DATA_DIR": str(folder / "data"),
+            **broker_environment(self.url),
+            "HF_HUB_OFFLINE": "1",
+            "TRANSFORMERS_OFFLINE": "1",
+            **environment,
+        }
+        self.web_url = f"http://127.0.0.1:{free_port()}" if web else None
+        self.processes: list[subprocess.Popen] = []
+
+    def migrate(self) -> "WholePlatform":
+        subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=self.env, check=True, cwd=PROJECT_ROOT)
+        return self
+
+    def start(self) -> None:
+        redis_process, _ = start_redis(self.port)
+        with override_settings(MARGINALIA_DATA_DIR=self.folder / "data"):
+            commands = [worker_command(), beat_command()]
+        if self.web:
+            address = self.web_url.removeprefix("http://")
+            commands.append([sys.executable, "-m", "gunicorn", "marginalia.wsgi", "--bind", address, "--workers", "2"])
+        log = (self.folder / "platform.log").open("a")
+        options = {"env": self.env, "cwd": PROJECT_ROOT, "stdout": log, "stderr": subprocess.STDOUT}
+        self.processes = [redis_process, *(subprocess.Popen(c, start_new_session=True, **options) for c in commands)]
+        if self.web:
+            deadline = time.monotonic() + WAIT_SECONDS
+            while not port_is_open(int(self.web_url.rsplit(":", 1)[1])):
+                assert time.monotonic() < deadline, self.log()
+                time.sleep(0.2)
+
+    def freeze(self) -> None:
+        os.kill(self.processes[0].pid, signal.SIGSTOP)
+
+    def thaw(self) -> None:
+        os.kill(self.processes[0].pid, signal.SIGCONT)
+
+    def kill(self) -> None:
+        """SIGKILL every process group at once: no process gets to say anything."""
+        for process in self.processes:
+            os.killpg(process.pid, signal.SIGKILL)
+        for process in self.processes:
+            process.wait()
+
+    def stop(self) -> None:
+        self.thaw()
+        for process in reversed(self.processes):
+            stop_process(process)
+
+    def log(self) -> str:
+        return (self.folder / "platform.log").read_text()[-3000:]
+
+    def __getitem__(self, key: str):
+        return getattr(self, key)

