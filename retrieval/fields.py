@@ -8,21 +8,21 @@ from .errors import InputError
 from .input_rules import parse_integer, parse_real
 
 
-class AsciiIntegerField(serializers.IntegerField):
+class _AsciiText:
+    """Text goes through `parse` (the input rule) before the DRF field's own conversion."""
+
     def to_internal_value(self, data):
         if isinstance(data, str):
             try:
-                data = parse_integer(data.strip())
+                data = self.parse(data.strip())
             except InputError:
                 self.fail("invalid")
         return super().to_internal_value(data)
 
 
-class AsciiFloatField(serializers.FloatField):
-    def to_internal_value(self, data):
-        if isinstance(data, str):
-            try:
-                data = parse_real(data.strip())
-            except InputError:
-                self.fail("invalid")
-        return super().to_internal_value(data)
+class AsciiIntegerField(_AsciiText, serializers.IntegerField):
+    parse = staticmethod(parse_integer)
+
+
+class AsciiFloatField(_AsciiText, serializers.FloatField):
+    parse = staticmethod(parse_real)

@@ -181,6 +181,25 @@ def port_is_open(port: int) -> bool:
         return probe.connect_ex(("127.0.0.1", port)) == 0
 
 
+def start_gunicorn(env: dict, log_path: Path, url: str, workers: int = 2) -> subprocess.Popen:
+    """gunicorn as run_platform --server gunicorn runs it, serving at `url` once it returns."""
+    address = url.removeprefix("http://")
+    with log_path.open("a") as log:
+        process = subprocess.Popen(
+            [sys.executable, "-m", "gunicorn", "marginalia.wsgi", "--bind", address, "--workers", str(workers)],
+            env=env,
+            cwd=PROJECT_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+    deadline = time.monotonic() + WAIT_SECONDS
+    while not port_is_open(int(address.rsplit(":", 1)[1])):
+        assert process.poll() is None and time.monotonic() < deadline, log_path.read_text()[-3000:]
+        time.sleep(0.2)
+    return process
+
+
 class WholePlatform:
     """Everything run_platform runs, as separate processes the test can hurt: Redis on a port of
     its own (no persistence), one worker, Celery beat, and with `web=True` gunicorn; a throwaway
@@ -212,17 +231,11 @@ class WholePlatform:
         redis_process, _ = start_redis(self.port)
         with override_settings(MARGINALIA_DATA_DIR=self.folder / "data"):
             commands = [worker_command(), beat_command()]
-        if self.web:
-            address = self.web_url.removeprefix("http://")
-            commands.append([sys.executable, "-m", "gunicorn", "marginalia.wsgi", "--bind", address, "--workers", "2"])
         log = (self.folder / "platform.log").open("a")
         options = {"env": self.env, "cwd": PROJECT_ROOT, "stdout": log, "stderr": subprocess.STDOUT}
         self.processes = [redis_process, *(subprocess.Popen(c, start_new_session=True, **options) for c in commands)]
         if self.web:
-            deadline = time.monotonic() + WAIT_SECONDS
-            while not port_is_open(int(self.web_url.rsplit(":", 1)[1])):
-                assert time.monotonic() < deadline, self.log()
-                time.sleep(0.2)
+            self.processes.append(start_gunicorn(self.env, self.folder / "platform.log", self.web_url))
 
     def freeze(self) -> None:
         os.kill(self.processes[0].pid, signal.SIGSTOP)

@@ -20,6 +20,7 @@ from tests.console.upload_files import (
     CORPUS,
     beir_folder,
     corrupt_tar_gz,
+    latin1_tar_gz,
     tar_gz_of_zeros,
     tar_with,
     zip_folder,
@@ -143,11 +144,7 @@ def test_data_after_the_end_of_a_tar_is_refused(tmp_path):
 
 
 def test_a_tar_entry_name_that_is_not_utf8_is_refused_with_its_bytes_escaped(tmp_path):
-    archive = tmp_path / "latin1.tar.gz"
-    with tarfile.open(archive, "w:gz", format=tarfile.GNU_FORMAT, encoding="latin-1") as bundle:
-        info = tarfile.TarInfo("caf\u00e9.txt")
-        info.size = 2
-        bundle.addfile(info, io.BytesIO(b"{}"))
+    archive = latin1_tar_gz(tmp_path / "latin1.tar.gz", "caf\u00e9.txt")
     refused(archive, tmp_path, r"entry 'caf\\xe9.txt': its name is not UTF-8 text")
 
 

@@ -5,9 +5,7 @@ and pools), entry names that are not UTF-8 (an HTTP 500 on both paths) and the .
 (1.8 MB that unpacked to 1.85 GB inside the web request)."""
 
 import html
-import io
 import re
-import tarfile
 import time
 
 import pytest
@@ -20,6 +18,7 @@ from retrieval.models import Collection
 from tests.console.upload_files import (
     beir_folder,
     corrupt_tar_gz,
+    latin1_tar_gz,
     tar_gz_of_zeros,
     zip_with_raw_name,
 )
@@ -49,21 +48,15 @@ def beir_tar_with_a_corrupt_qrels_header(tmp_path):
     return corrupt_tar_gz(tmp_path / "tiny-beir.tar.gz", entries, corrupt="tiny-beir/qrels.tsv")
 
 
-def latin1_tar(tmp_path):
-    archive = tmp_path / "latin1.tar.gz"
-    with tarfile.open(archive, "w:gz", format=tarfile.GNU_FORMAT, encoding="latin-1") as bundle:
-        info = tarfile.TarInfo("tiny-beir/caf\u00e9.jsonl")
-        info.size = 2
-        bundle.addfile(info, io.BytesIO(b"{}"))
-    return archive
-
-
 CASES = {
     "corrupt tar header": (
         beir_tar_with_a_corrupt_qrels_header,
         r"tiny-beir.tar.gz: not a readable archive \(a corrupt tar header at byte \d+\)",
     ),
-    "tar name not UTF-8": (latin1_tar, r"latin1.tar.gz: entry 'tiny-beir/caf\\xe9.jsonl': its name is not UTF-8 text"),
+    "tar name not UTF-8": (
+        lambda tmp_path: latin1_tar_gz(tmp_path / "latin1.tar.gz", "tiny-beir/caf\u00e9.jsonl"),
+        r"latin1.tar.gz: entry 'tiny-beir/caf\\xe9.jsonl': its name is not UTF-8 text",
+    ),
     "zip name marked UTF-8, not UTF-8": (
         lambda tmp_path: zip_with_raw_name(tmp_path / "latin1.zip", b"caf\xe9.jsonl"),
         r"latin1.zip: an entry's name is marked UTF-8 but is not UTF-8 text",

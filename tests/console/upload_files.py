@@ -119,3 +119,12 @@ def zip_with_raw_name(path: Path, raw_name: bytes) -> Path:
         data[data.index(signature) + flags_at + 1] |= 0x08  # bit 11 of the little-endian flags
     path.write_bytes(bytes(data))
     return path
+
+
+def latin1_tar_gz(archive: Path, name: str) -> Path:
+    """A .tar.gz whose one entry's name is stored in Latin-1, not UTF-8 (an old tar's habit)."""
+    with tarfile.open(archive, "w:gz", format=tarfile.GNU_FORMAT, encoding="latin-1") as bundle:
+        info = tarfile.TarInfo(name)
+        info.size = 2
+        bundle.addfile(info, io.BytesIO(b"{}"))
+    return archive

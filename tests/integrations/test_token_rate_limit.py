@@ -7,8 +7,6 @@ each process then counts alone, so the limit is looser but still there."""
 import concurrent.futures
 import os
 import signal
-import subprocess
-import sys
 import time
 
 import pytest
@@ -17,9 +15,8 @@ import requests
 from django.conf import settings
 
 from jobs.management.commands.run_platform import free_port, start_redis, stop_process
-from tests.conftest import PROJECT_ROOT
 from tests.factories import api_client, make_user
-from tests.live_platform import WAIT_SECONDS, manage, port_is_open
+from tests.live_platform import manage, start_gunicorn
 
 PASSWORD = "pw-for-tests"
 RATE = 30
@@ -82,23 +79,11 @@ def test_with_redis_frozen_a_request_waits_half_a_second_at_most_for_it(settings
 def gunicorn(platform):
     """The web server as run_platform --server gunicorn runs it, with two worker processes."""
     manage(platform, "shell", "-c", "from tests.factories import make_user; make_user('scripted', staff=True)")
-    port = free_port()
-    log = (platform["folder"] / "gunicorn.log").open("w")
-    process = subprocess.Popen(
-        [sys.executable, "-m", "gunicorn", "marginalia.wsgi", "--bind", f"127.0.0.1:{port}", "--workers", "2"],
-        env={**platform["env"], "MARGINALIA_TOKEN_RATE": f"{RATE}/min"},
-        cwd=PROJECT_ROOT,
-        stdout=log,
-        stderr=subprocess.STDOUT,
-        start_new_session=True,
-    )
-    deadline = time.monotonic() + WAIT_SECONDS
-    while not port_is_open(port):
-        assert process.poll() is None and time.monotonic() < deadline, (platform["folder"] / "gunicorn.log").read_text()
-        time.sleep(0.2)
-    yield f"http://127.0.0.1:{port}"
+    url = f"http://127.0.0.1:{free_port()}"
+    env = {**platform["env"], "MARGINALIA_TOKEN_RATE": f"{RATE}/min"}
+    process = start_gunicorn(env, platform["folder"] / "gunicorn.log", url)
+    yield url
     stop_process(process)
-    log.close()
 
 
 @pytest.mark.redis
