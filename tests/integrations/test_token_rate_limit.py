@@ -12,7 +12,6 @@ import time
 import pytest
 import redis
 import requests
-from django.conf import settings
 
 from jobs.management.commands.run_platform import free_port, start_redis, stop_process
 from tests.factories import api_client, make_user
@@ -80,7 +79,8 @@ def gunicorn(platform):
     """The web server as run_platform --server gunicorn runs it, with two worker processes."""
     manage(platform, "shell", "-c", "from tests.factories import make_user; make_user('scripted', staff=True)")
     url = f"http://127.0.0.1:{free_port()}"
-    env = {**platform["env"], "MARGINALIA_TOKEN_RATE": f"{RATE}/min"}
+    # Per hour: on a loaded machine 40 requests (each hashing a password) may take over a minute.
+    env = {**platform["env"], "MARGINALIA_TOKEN_RATE": f"{RATE}/hour"}
     process = start_gunicorn(env, platform["folder"] / "gunicorn.log", url)
     yield url
     stop_process(process)
@@ -97,4 +97,3 @@ def test_two_gunicorn_workers_let_through_exactly_the_rate_of_concurrent_request
         answers = list(pool.map(ask, range(RATE + 10)))
 
     assert answers.count(200) == RATE and answers.count(429) == 10, answers
-    assert settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["token"] == "30/min"
