@@ -14,7 +14,7 @@ from django.core.management.base import BaseCommand, CommandError
 from jobs.errors import BrokerUnavailable
 from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
-from retrieval.input_rules import ascii_float, ascii_int
+from retrieval.input_rules import ascii_float, ascii_int, character_problem
 
 
 def write_lines(command: BaseCommand, lines: Iterable[str]) -> None:
@@ -40,6 +40,15 @@ def ascii_number_options(parser: ArgumentParser) -> ArgumentParser:
     return parser
 
 
+def refuse_unstorable_options(options: dict) -> None:
+    """A NUL or a lone surrogate in any text option (a script's call_command, a file name) is
+    refused with one line naming the option, as in files and uploads: Postgres cannot store it."""
+    for name, value in options.items():
+        for text in value if isinstance(value, list | tuple) else [value]:
+            if isinstance(text, str) and (problem := character_problem(text)):
+                raise CommandError(f"--{name.replace('_', '-')}: {problem[1]}")
+
+
 class JsonCommand(BaseCommand):
     """Subclasses define `run(**options) -> dict`, the summary printed at the end."""
 
@@ -56,6 +65,7 @@ class JsonCommand(BaseCommand):
         """Subclasses add their own arguments here."""
 
     def handle(self, *args, **options):
+        refuse_unstorable_options(options)
         try:
             summary = self.run(**options)
         except (InputError, BrokerUnavailable) as exc:

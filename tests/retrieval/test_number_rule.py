@@ -4,7 +4,8 @@ digits ('٣' is 3) and underscores ('1_0' is 10), so qrels, runs, upload options
 and web answers took them as numbers; the qrels upload stored a relevance of 2**40 and failed
 on 2**63 with an OverflowError traceback, though import_beir refuses values outside 32 bits.
 Each is now refused with one line naming the file, line and field, and nothing is written. A NUL
-in any upload option or file name is refused too (a collection named 'a\\x00b' was stored)."""
+in any upload option, file name or command option is refused too (a collection named 'a\\x00b'
+was stored)."""
 
 import contextlib
 
@@ -185,3 +186,17 @@ def test_a_web_answer_position_in_other_digits_is_refused():
     for position in ("٠", "0_0"):
         response = annotator.post(submit_url(study), {"item": item, "position": position})
         assert response.status_code == 400, (position, response.content)
+
+
+@pytest.mark.parametrize(
+    "command, option",
+    [
+        (["import_book", "book.txt", "--title", "a\x00b"], "--title"),
+        (["retrieve", "--collection", "c\x00", "--retriever", "bm25"], "--collection"),
+        (["import_beir", "folder", "--collection", "x\ud800"], "--collection"),
+    ],
+)
+def test_a_nul_or_a_lone_surrogate_in_a_command_option_is_one_line_naming_it(command, option):
+    with pytest.raises(CommandError, match=rf"^{option}: contains a (NUL character|lone surrogate)"):
+        call_command(*command)
+    assert not Collection.objects.exists()
