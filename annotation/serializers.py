@@ -5,6 +5,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from jobs.models import Job
+from retrieval.fields import AsciiFloatField, AsciiIntegerField
 from retrieval.models import Collection, Document, Run
 from retrieval.serializers import TrainingParametersSerializer, service_errors_on_fields
 
@@ -55,15 +56,15 @@ class StudyCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200)
     kind = serializers.ChoiceField(choices=Study.Kind.choices, default=Study.Kind.PROXY.value)
     collection = serializers.SlugRelatedField(slug_field="name", queryset=Collection.objects.all())
-    judgments_per_item = serializers.IntegerField(min_value=1, required=False)
-    seed = serializers.IntegerField(default=0)
-    context_left = serializers.IntegerField(min_value=0, required=False)
-    context_right = serializers.IntegerField(min_value=0, required=False)
+    judgments_per_item = AsciiIntegerField(min_value=1, required=False)
+    seed = AsciiIntegerField(default=0)
+    context_left = AsciiIntegerField(min_value=0, required=False)
+    context_right = AsciiIntegerField(min_value=0, required=False)
     guidelines = serializers.CharField(allow_blank=True, default="")
     annotators = serializers.SlugRelatedField(
         slug_field="username", queryset=get_user_model().objects.all(), many=True, required=False
     )
-    claim_minutes = serializers.IntegerField(min_value=1, default=30)
+    claim_minutes = AsciiIntegerField(min_value=1, default=30)
     more_context = serializers.BooleanField(
         required=False,
         help_text="Annotators may read the book around a candidate. Default: off for proxy studies (the gold's "
@@ -71,19 +72,19 @@ class StudyCreateSerializer(serializers.Serializer):
     )
     # proxy
     negatives_run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False)
-    items = serializers.IntegerField(min_value=1, required=False)
-    candidates = serializers.IntegerField(min_value=MIN_CANDIDATES, max_value=MAX_CANDIDATES, required=False)
+    items = AsciiIntegerField(min_value=1, required=False)
+    candidates = AsciiIntegerField(min_value=MIN_CANDIDATES, max_value=MAX_CANDIDATES, required=False)
     single_sentence = serializers.BooleanField(required=False)
     book = serializers.PrimaryKeyRelatedField(queryset=Document.objects.all(), required=False, allow_null=True)
     # relevance and quotability
     runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), many=True, required=False)
-    depth = serializers.IntegerField(min_value=1, required=False)
+    depth = AsciiIntegerField(min_value=1, required=False)
     use_pools = serializers.BooleanField(required=False)
     run = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), required=False, allow_null=True)
     selection = serializers.ChoiceField(choices=QUOTABILITY_SELECTIONS, required=False)
     candidates_from = serializers.ChoiceField(choices=MULTI_SELECT_SOURCES, required=False)
     queries = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
-    n_queries = serializers.IntegerField(min_value=1, required=False)
+    n_queries = AsciiIntegerField(min_value=1, required=False)
     label_schema = serializers.JSONField(required=False)
 
     COMMON_FIELDS = (
@@ -133,15 +134,15 @@ class SubmitSerializer(serializers.Serializer):
     a label or a multi-select's selected positions, with spans, rubric and rationale where the
     study's schema asks for them (label kinds). The services check it against the schema."""
 
-    item = serializers.IntegerField()
-    candidate = serializers.IntegerField(required=False)
-    position = serializers.IntegerField(required=False, min_value=0)
+    item = AsciiIntegerField()
+    candidate = AsciiIntegerField(required=False)
+    position = AsciiIntegerField(required=False, min_value=0)
     label = serializers.JSONField(required=False)
     selections = serializers.JSONField(required=False)
     spans = serializers.JSONField(required=False)
     rubric = serializers.JSONField(required=False)
     rationale = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
-    seconds = serializers.FloatField(required=False, allow_null=True)
+    seconds = AsciiFloatField(required=False, allow_null=True)
     unsure = serializers.BooleanField(default=False, help_text="The annotator is guessing; kept beside the answer.")
 
     def validate(self, attrs):
@@ -155,7 +156,7 @@ class SubmitSerializer(serializers.Serializer):
 class ItemReferenceSerializer(serializers.Serializer):
     """The item an annotator acts on (skip), by the id its payload gave."""
 
-    item = serializers.IntegerField()
+    item = AsciiIntegerField()
 
 
 class ItemFlagSerializer(ItemReferenceSerializer):
@@ -171,7 +172,7 @@ class StudyTrainingRequestSerializer(TrainingParametersSerializer):
     `save()` queues it and returns its Job. Context sizes are the study's. Pass the study as
     context["study"] and the requesting user as context["user"]."""
 
-    validation_share = serializers.FloatField(
+    validation_share = AsciiFloatField(
         default=DEFAULT_VALIDATION_SHARE,
         help_text="Share of the judged items held out for early stopping.",
     )

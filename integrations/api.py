@@ -13,11 +13,11 @@ from rest_framework import permissions, status
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from annotation.models import Study
 from marginalia.public_address import public_address
+from marginalia.throttling import SharedScopedRateThrottle
 
 from .models import CrowdLink, Invitation, Webhook
 from .selectors import delivery_row, invitation_row, participant_rows, webhook_row
@@ -41,11 +41,12 @@ ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
 class TokenView(ObtainAuthToken):
     """POST `{username, password}` → `{token}`: the API token of an active account (created on
     first use), for scripts and the Python client. Throttled per client address (scope "token",
-    MARGINALIA_TOKEN_RATE): a 429 carries Retry-After; wrong passwords count towards the sign-in
-    lockout (django-axes). A token past MARGINALIA_TOKEN_DAYS is replaced by a new one. Crowd
+    MARGINALIA_TOKEN_RATE, counted once for all web processes): a 429 carries Retry-After; wrong
+    passwords count towards the sign-in lockout (django-axes). A token past MARGINALIA_TOKEN_DAYS
+    is replaced by a new one; a password change revokes it (integrations.identity). Crowd
     participants have no password, so they never get one."""
 
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [SharedScopedRateThrottle]
     throttle_scope = "token"
 
     def post(self, request, *args, **kwargs):

@@ -72,6 +72,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
+    "jobs.middleware.BrokerUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "marginalia.urls"
@@ -128,16 +129,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Login throttling (django-axes, attempts kept in the database so every web process sees them):
-# after MARGINALIA_LOGIN_FAILURE_LIMIT wrong passwords for one account, or from one address, every
-# sign-in there (/accounts/login/, /admin/login/) is refused with a 429 "too many attempts" page,
-# even with the right password, until MARGINALIA_LOGIN_COOLOFF_MINUTES pass without one. A success
-# clears the count. Addresses are REMOTE_ADDR; behind N reverse proxies set MARGINALIA_PROXY_COUNT=N
+# Login throttling (django-axes, attempts kept in the database so every web process sees them;
+# marginalia/lockout.py): after MARGINALIA_LOGIN_FAILURE_LIMIT wrong passwords for one account
+# from one address, sign-in there (/accounts/login/, /admin/login/, the token endpoint) is refused
+# with a 429 "too many attempts" page, even with the right password, until
+# MARGINALIA_LOGIN_COOLOFF_MINUTES pass; past the limit, failures of an account from all addresses
+# (not counted from an address it signed in from before) or of an address on all accounts impose a
+# wait of MARGINALIA_LOGIN_DELAY_SECONDS doubling with each further failure. A success clears the
+# pair's count. Addresses are REMOTE_ADDR; behind N reverse proxies set MARGINALIA_PROXY_COUNT=N
 # to read X-Forwarded-For instead (never trust it otherwise: it is the client's to forge).
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = int(os.environ.get("MARGINALIA_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("MARGINALIA_LOGIN_COOLOFF_MINUTES", "15")))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "marginalia.lockout.ProgressiveLockoutHandler"
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # hammering during a lock or wait does not extend it
+MARGINALIA_LOGIN_DELAY_SECONDS = float(os.environ.get("MARGINALIA_LOGIN_DELAY_SECONDS", "1"))
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
@@ -273,7 +280,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
-# POST /api/auth/token/ (integrations.api.TokenView): attempts per client address.
+# POST /api/auth/token/ (integrations.api.TokenView): attempts per client address, counted once for
+# all web processes in Redis (marginalia/throttling.py; each process alone while it does not answer).
 REST_FRAMEWORK.setdefault("DEFAULT_THROTTLE_RATES", {})["token"] = os.environ.get("MARGINALIA_TOKEN_RATE", "30/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Marginalia API",
@@ -299,6 +307,8 @@ SPECTACULAR_SETTINGS = {
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", REDIS_URL)
+# Where request rates are counted for every web process (marginalia/throttling.py).
+MARGINALIA_RATE_LIMIT_URL = os.environ.get("MARGINALIA_RATE_LIMIT_URL", REDIS_URL)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 # A worker killed mid-task fails that task (recorded on its Job) instead of silently re-running it.
@@ -311,7 +321,18 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Every broker operation has a deadline: connecting, and each read or write on a connection. A
+# broker that accepts connections but never answers (a frozen Redis) is then refused as quickly
+# as one that is down, instead of holding a request or command forever. Sending is one attempt
+# (jobs.services): a refused send fails the job, or leaves a webhook's outbox row to redelivery.
 CELERY_BROKER_CONNECTION_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_timeout": MARGINALIA_BROKER_TIMEOUT_SECONDS,
+    "socket_connect_timeout": MARGINALIA_BROKER_TIMEOUT_SECONDS,
+}
+CELERY_REDIS_SOCKET_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_TASK_PUBLISH_RETRY = False
 # Periodic tasks, run by celery beat (run_platform starts it; docker-compose's beat service).
 CELERY_BEAT_SCHEDULE = {
     # Jobs whose worker died (no heartbeat for MARGINALIA_STALE_JOB_MINUTES) fail or retry.

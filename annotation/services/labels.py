@@ -16,6 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from retrieval.errors import InputError
+from retrieval.input_rules import parse_integer
 
 from ..label_schema import default_schema, matches_expected, study_schema, validate_schema
 from ..models import Item, ItemCandidate, Study
@@ -156,9 +157,13 @@ def _proxy_choice(item: Item, candidate: ItemCandidate | None, position) -> Item
 
 
 def _integer(value, field_name: str) -> int:
-    """An int, or its decimal digits as text (HTML forms send text); never a bool or a float."""
-    if isinstance(value, str) and value.strip().lstrip("-").isdigit():
-        return int(value.strip())
+    """An int, or its ASCII digits as text (HTML forms send text; '٣' and '1_0' are not
+    numbers); never a bool or a float."""
+    if isinstance(value, str):
+        try:
+            return parse_integer(value.strip(), field=field_name)
+        except InputError:
+            raise InputError(f"must be an integer, got {value!r}", field=field_name) from None
     if isinstance(value, bool) or not isinstance(value, int):
         raise InputError(f"must be an integer, got {value!r}", field=field_name)
     return value
