@@ -74,8 +74,6 @@ JUDGE_LABEL_READERS = (study_item_labels,)
 
 def judge_qrels(collection: Collection, name: str) -> Qrels:
     """`judge:NAME`: the labels of the judge's latest version (JUDGE_LABEL_READERS)."""
-    if not name.strip():
-        raise InputError("judge: needs a judge's name", field="qrels")
     judge = get_judge(name, field="qrels")
     labels: dict[tuple[str, str], int] = {}
     for reader in JUDGE_LABEL_READERS:

@@ -26,7 +26,7 @@ from jobs.models import Job
 from jobs.services import create_job, dispatch
 from judges.models import Judge
 from retrieval.errors import InputError
-from retrieval.models import Run
+from retrieval.models import Collection, Run
 from retrieval.selectors import get_run, require_done
 
 if TYPE_CHECKING:
@@ -38,6 +38,7 @@ REPORT_TASK = "evaluation.tasks.compute_study_report"
 STUDY_REPORT = "evaluation.services.study_report"
 RELEVANCE_QRELS = "evaluation.qrels.relevance_qrels"
 COMPARE_RUNS = "evaluation.comparison.compare_runs"
+LEADERBOARD = "evaluation.leaderboard.leaderboard"
 
 
 def requested_run_ids(values: Iterable[str]) -> list[str]:
@@ -132,3 +133,8 @@ def relevance_qrels(
 def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None) -> dict:
     """evaluation.comparison.compare_runs: the runs' metrics, standard errors and paired tests."""
     return import_string(COMPARE_RUNS)(run_ids, metrics)
+
+
+def leaderboard(collection: Collection, run_ids: Sequence, **options) -> dict:
+    """evaluation.leaderboard.leaderboard: the runs ranked under one qrels source."""
+    return import_string(LEADERBOARD)(collection, run_ids, **options)

@@ -107,8 +107,6 @@ SHAPES = {
 # Measures whose value depends only on where the relevant passages rank: exact ranks beyond the
 # stored hits serve them (unless judged_only, which re-ranks the returned passages).
 RANK_ONLY = {"P", "R", "AP", "nDCG", "RR", "Success", "Rprec", "IPrec"}
-# Lower is better (leaderboards order these ascending).
-LOWER_IS_BETTER = {"mean_rank"}
 
 TOKEN = re.compile(r"^(?P<name>[A-Za-z][A-Za-z_-]*?)(?:\((?P<params>[^()]*)\))?(?:@(?P<cutoff>[0-9.]+))?$")
 TREC_EVAL_TOKEN = re.compile(r"^(?P<name>[A-Za-z_]+?)(?:_(?P<value>\d+(?:\.\d+)?))?$")
@@ -164,10 +162,6 @@ class Measure:
     def reads_exact_ranks(self) -> bool:
         """Exact ranks are stored for the passages with a positive relevance only."""
         return self.measure in RANK_ONLY and not self.judged_only and self.relevance_level >= 1
-
-    @property
-    def lower_is_better(self) -> bool:
-        return self.measure in LOWER_IS_BETTER
 
     def reach(self, relevant: int) -> int | None:
         """The deepest rank this measure reads for a query with `relevant` relevant passages

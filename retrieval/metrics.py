@@ -276,6 +276,10 @@ def judged_per_query(outcomes: Sequence[QueryOutcome], cutoffs: Sequence[int | N
     }
 
 
+# The depths a run page reports coverage at (None: the whole stored ranking).
+COVERAGE_CUTOFFS = (5, 10, None)
+
+
 # --- a stored run ------------------------------------------------------------------------------
 
 LOCATED_FIELDS = ("pk", "document_id", "start", "length")
@@ -433,6 +437,20 @@ def evaluate_run(
                 groups.setdefault(query_field(outcome.query, name), []).append(outcome)
             report["by"][name] = {value: summarize(groups[value], measures) for value in sorted(groups)}
     return report
+
+
+def run_coverage(run: Run, qrels: Qrels | str | None = None, threshold=None, cutoffs=COVERAGE_CUTOFFS) -> dict:
+    """Judged@k of a finished run under `qrels` (default the collection's own) at `cutoffs`: keys
+    `qrels_label`, `queries`, `judged`, `coverage` (as in evaluate_run) and `judged_per_query`."""
+    qrels = qrels if isinstance(qrels, Qrels) else load_qrels(run.collection, qrels)
+    threshold = coverage_threshold(threshold)
+    outcomes = run_outcomes(run, qrels, (), cutoffs=cutoffs)
+    return {
+        "qrels_label": qrels.label,
+        "queries": len(outcomes),
+        **coverage(outcomes, cutoffs, qrels, threshold),
+        "judged_per_query": judged_per_query(outcomes, cutoffs),
+    }
 
 
 def run_metrics(run: Run) -> dict | None:
