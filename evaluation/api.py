@@ -3,7 +3,7 @@
 Every process loads the URLconf at start (system checks, workers, the web server), so this module
 imports no statistics: it asks evaluation.reports, which names the modules that compute."""
 
-from django.http import HttpResponse
+from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
@@ -18,6 +18,7 @@ from annotation.models import Study
 from evaluation.aggregates import AGGREGATES, SOURCES
 from evaluation.leaderboard_exports import leaderboard_csv, leaderboard_latex
 from evaluation.reports import (
+    bundle_archive,
     compare_runs,
     leaderboard,
     relevance_qrels,
@@ -30,6 +31,7 @@ from judges.services import get_judge
 from retrieval.api import PlainTextRenderer, text_download
 from retrieval.errors import InputError
 from retrieval.models import Collection
+from retrieval.qrels_sources import load_qrels
 
 
 class StudyReportAPI(APIView):
@@ -178,3 +180,29 @@ class LeaderboardAPI(APIView):
             raise InputError(f"unknown export {export!r}: use json, csv or latex", field="export")
         board = leaderboard(collection, **leaderboard_options(request.query_params))
         return Response(board) if export == "json" else leaderboard_download(collection, board, export)
+
+
+class CollectionBundleAPI(APIView):
+    """The collection as a bundle a peer can load (evaluation/bundles.py), as a zip:
+    `?qrels=imported|study:ID|judge:NAME` chooses whose labels become its qrels."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "qrels", OpenApiTypes.STR, description="imported (default), study:ID[:aggregate], judge:NAME."
+            )
+        ],
+        responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="The bundle.")},
+    )
+    def get(self, request, collection_id):
+        collection = get_object_or_404(Collection, pk=collection_id)
+        qrels = load_qrels(collection, request.query_params.get("qrels") or None)
+        name = slugify(collection.name) or f"collection-{collection.pk}"
+        return FileResponse(
+            bundle_archive(collection, qrels),
+            as_attachment=True,
+            filename=f"{name}-{slugify(qrels.source)}.zip",
+            content_type="application/zip",
+        )

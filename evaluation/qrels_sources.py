@@ -47,7 +47,7 @@ def study_qrels(collection: Collection, argument: str) -> Qrels:
     labels = {(qrel.query, qrel.passage): qrel.relevance for qrel in export.qrels}
     judgments = judgments_from_external_ids(collection, labels, lambda problem: f"{source}: {problem}")
     label = f"study {study.pk} “{study.name}” ({export.aggregate} of the annotators' labels)"
-    return Qrels(collection, source, label, judgments, details=export.summary())
+    return Qrels(collection, source, label, judgments, details=export.summary(), origin=study)
 
 
 def study_choices(collection: Collection) -> list[tuple[str, str]]:
@@ -82,7 +82,7 @@ def judge_qrels(collection: Collection, name: str) -> Qrels:
         raise InputError(f"judge {name!r} has no labels on collection {collection.name}", field="qrels")
     source = f"judge:{judge.name}"
     judgments = judgments_from_external_ids(collection, labels, lambda problem: f"{source}: {problem}")
-    return Qrels(collection, source, f"judge {judge.name} (version {judge.version})", judgments)
+    return Qrels(collection, source, f"judge {judge.name} (version {judge.version})", judgments, origin=judge)
 
 
 def judge_choices(collection: Collection) -> list[tuple[str, str]]:

@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from evaluation.api import LeaderboardAPI, RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
+from evaluation.api import CollectionBundleAPI, LeaderboardAPI, RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
 from evaluation.views import RunComparisonPage, StudyReportPage
 
 app_name = "evaluation"
@@ -13,5 +13,6 @@ urlpatterns = [
     path("api/studies/<id:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
     path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
     path("api/collections/<id:collection_id>/leaderboard/", LeaderboardAPI.as_view(), name="api-leaderboard"),
+    path("api/collections/<id:collection_id>/bundle/", CollectionBundleAPI.as_view(), name="api-collection-bundle"),
     path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
 ]

@@ -38,6 +38,7 @@ class Qrels:
     judgments: Mapping[int, Mapping[int, int]]
     exact_ranks: bool = False
     details: dict = field(default_factory=dict)
+    origin: object = None  # what made the labels (a Study, a Judge), for exports that describe it
 
     @property
     def pairs(self) -> int:
@@ -60,18 +61,22 @@ class Qrels:
             query_id: {pk: relevance for pk, relevance in passages.items() if pk not in removed.get(query_id, ())}
             for query_id, passages in self.judgments.items()
         }
-        return Qrels(self.collection, self.source, label, judgments, exact_ranks=False, details=self.details)
+        return Qrels(self.collection, self.source, label, judgments, details=self.details, origin=self.origin)
+
+    def triples(self) -> Iterator[tuple[Query, str, int]]:
+        """(query, passage external id, relevance) in the collection's query and passage order."""
+        queries = self.collection.queries.order_by("ordinal", "pk")
+        passage_ids = {pk for passages in self.judgments.values() for pk in passages}
+        passages = external_ids(Passage.objects.filter(collection=self.collection), passage_ids)
+        for query in queries.iterator(chunk_size=5000):
+            judged = self.judgments.get(query.pk, {})
+            for passage_id in sorted(judged, key=lambda pk: passages[pk][1]):
+                yield query, passages[passage_id][0], judged[passage_id]
 
     def trec_lines(self) -> Iterator[str]:
         """`qid 0 docid relevance` lines in the collection's query and passage order."""
-        queries = dict(
-            Query.objects.filter(pk__in=list(self.judgments)).order_by("ordinal", "pk").values_list("pk", "external_id")
-        )
-        passage_ids = {pk for passages in self.judgments.values() for pk in passages}
-        passages = external_ids(Passage.objects.filter(collection=self.collection), passage_ids)
-        for query_id, query in queries.items():
-            for passage_id in sorted(self.judgments[query_id], key=lambda pk: passages[pk][1]):
-                yield f"{query} 0 {passages[passage_id][0]} {self.judgments[query_id][passage_id]}"
+        for query, passage, relevance in self.triples():
+            yield f"{query.external_id} 0 {passage} {relevance}"
 
 
 CHUNK = 500  # ids per IN list (SQLite refuses very long ones)
