@@ -276,8 +276,8 @@ def judged_per_query(outcomes: Sequence[QueryOutcome], cutoffs: Sequence[int | N
     }
 
 
-# The depths a run page reports coverage at (None: the whole stored ranking).
-COVERAGE_CUTOFFS = (5, 10, None)
+# The depths a run page reports coverage at: it reads only each query's top 10 stored hits.
+COVERAGE_CUTOFFS = (5, 10)
 
 
 # --- a stored run ------------------------------------------------------------------------------
