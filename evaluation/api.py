@@ -101,8 +101,8 @@ class StudyQrelsAPI(APIView):
 
 
 class RunComparisonAPI(APIView):
-    """compare_runs over REST: `?runs=1,2,3[&metrics=nDCG@10 R@5]`, with each run's per-query
-    values (a 400 names `runs` or `metrics` on bad input)."""
+    """compare_runs over REST: `?runs=1,2,3[&metrics=nDCG@10 R@5&qrels=study:4]`, with each run's
+    per-query values (a 400 names `runs`, `metrics` or `qrels` on bad input)."""
 
     permission_classes = [IsAdminUser]
 
@@ -110,12 +110,16 @@ class RunComparisonAPI(APIView):
         parameters=[
             OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids (at least two)."),
             OpenApiParameter("metrics", OpenApiTypes.STR, description='e.g. "nDCG@10 R@5"; default: the usual set.'),
+            OpenApiParameter(
+                "qrels", OpenApiTypes.STR, description="imported (default), study:ID[:aggregate], judge:NAME."
+            ),
         ],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request):
         run_ids = [part for part in request.query_params.get("runs", "").split(",") if part.strip()]
-        return Response(compare_runs(run_ids, request.query_params.get("metrics", "")))
+        params = request.query_params
+        return Response(compare_runs(run_ids, params.get("metrics", ""), params.get("qrels") or None))
 
 
 LEADERBOARD_EXPORTS = {

@@ -132,9 +132,9 @@ def relevance_qrels(
     return import_string(RELEVANCE_QRELS)(study, aggregate, source, judge)
 
 
-def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None) -> dict:
+def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None, qrels: str | None = None) -> dict:
     """evaluation.comparison.compare_runs: the runs' metrics, standard errors and paired tests."""
-    return import_string(COMPARE_RUNS)(run_ids, metrics)
+    return import_string(COMPARE_RUNS)(run_ids, metrics, qrels=qrels)
 
 
 def leaderboard(collection: Collection, run_ids: Sequence, **options) -> dict:

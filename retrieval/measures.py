@@ -281,9 +281,12 @@ class Ranking:
     returned: Sequence[int]  # the passages the run stored for the query, best first
     exact_ranks: Mapping[int, int] | None = None  # relevant passage -> rank over the candidate set
     _relevant_ranks: dict = field(default_factory=dict, repr=False)
+    _relevant: dict = field(default_factory=dict, repr=False)
 
     def relevant(self, level: int) -> int:
-        return sum(1 for relevance in self.judgments.values() if relevance >= level)
+        if level not in self._relevant:
+            self._relevant[level] = sum(1 for relevance in self.judgments.values() if relevance >= level)
+        return self._relevant[level]
 
     def judged_non_relevant(self, level: int) -> int:
         return sum(1 for relevance in self.judgments.values() if 0 <= relevance < level)
@@ -325,7 +328,9 @@ class Ranking:
 
     def reaches_past_returned(self, measure: Measure) -> bool:
         """Whether this query's value reads an exact rank below the stored hits."""
-        if not measure.reads_exact_ranks or self.exact_ranks is None:
+        if not measure.reads_exact_ranks or not self.exact_ranks:
+            return False
+        if max(self.exact_ranks.values()) <= len(self.returned):
             return False
         level = measure.relevance_level
         deepest = measure.reach(self.relevant(level))

@@ -312,8 +312,11 @@ def stored_hits(run: Run, depth: int | None) -> dict[int, list[int]]:
     if depth is not None:
         rows = rows.filter(rank__lte=depth)
     ordered = rows.order_by("query_id", "rank").values_list("query_id", "passage_id")
+    current, passages = None, []
     for query_id, passage_id in ordered.iterator(chunk_size=20_000):
-        hits.setdefault(query_id, []).append(passage_id)
+        if query_id != current:
+            current, passages = query_id, hits.setdefault(query_id, [])
+        passages.append(passage_id)
     return hits
 
 
