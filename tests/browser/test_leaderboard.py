@@ -18,6 +18,7 @@ from tests.browser.conftest import sign_in
 from tests.factories import (
     add_qrels,
     call_json_command,
+    create_pooled_study,
     make_annotator,
     make_collection,
     make_text_passages,
@@ -89,23 +90,7 @@ def judge_in_the_browser(page, study_id: int, username: str) -> None:
 
 def test_judge_a_pool_then_see_coverage_rank_runs_and_download_the_table(page):
     collection, (bm25, reverse, newcomer) = collection_with_three_runs()
-    study_id = call_json_command(
-        "create_study",
-        "--kind",
-        "relevance",
-        "--collection",
-        collection.name,
-        "--name",
-        "harbour pool",
-        "--runs",
-        f"{bm25},{reverse}",
-        "--depth",
-        "2",
-        "--judgments-per-item",
-        "2",
-        "--scale",
-        "binary",
-    )["study_id"]
+    study_id = create_pooled_study(collection, [bm25, reverse], depth=2, name="harbour pool")
     for name in ("reader-a", "reader-b"):
         make_annotator(name)
         judge_in_the_browser(page, study_id, name)

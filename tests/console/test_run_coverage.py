@@ -12,7 +12,7 @@ from retrieval.services.external_runs import save_ranked_run
 from tests.factories import (
     add_label_judgment,
     add_qrels,
-    call_json_command,
+    create_pooled_study,
     make_annotator,
     make_collection,
     make_text_passages,
@@ -43,11 +43,7 @@ def pooled_and_unpooled():
         retriever="unpooled",
         rankings={query: [(passage, float(i)) for i, passage in enumerate(passages)] for query in queries},
     )
-    study = call_json_command(
-        "create_study",
-        *("--kind", "relevance", "--collection", "coverage", "--name", "pool", "--runs", str(pooled.pk)),
-        *("--depth", "2", "--judgments-per-item", "1", "--scale", "binary"),
-    )["study_id"]
+    study = create_pooled_study(collection, [pooled.pk], depth=2, judgments_per_item=1)
     reader = make_annotator("reader")
     for item in Item.objects.filter(study_id=study).prefetch_related("candidates"):
         add_label_judgment(item, reader, int(item.candidates.get().passage == passages[queries.index(item.query)]))

@@ -20,6 +20,7 @@ from tests.factories import (
     add_qrels,
     api_client,
     call_json_command,
+    create_pooled_study,
     make_annotator,
     make_collection,
     make_text_passages,
@@ -60,23 +61,9 @@ def pooled_study():
         retriever="reverse",
         rankings={query: [(passage, float(index)) for index, passage in enumerate(passages)] for query in queries},
     )
-    study_id = call_json_command(
-        "create_study",
-        "--kind",
-        "relevance",
-        "--collection",
-        collection.name,
-        "--name",
-        "harbour pool",
-        "--runs",
-        f"{bm25['run_id']},{reverse.pk}",
-        "--depth",
-        "2",
-        "--judgments-per-item",
-        "2",
-        "--scale",
-        "graded-0-2",
-    )["study_id"]
+    study_id = create_pooled_study(
+        collection, [bm25["run_id"], reverse.pk], depth=2, name="harbour pool", scale="graded-0-2"
+    )
     readers = [make_annotator("mariner-anna"), make_annotator("mariner-ben")]
     for item in Item.objects.filter(study_id=study_id).prefetch_related("candidates"):
         grade = Qrel.objects.filter(query=item.query, passage=item.candidates.get().passage).first()

@@ -23,7 +23,7 @@ from scipy import stats
 from annotation.models import Item
 from retrieval.models import Collection, Qrel
 from retrieval.selectors import trec_qrels_lines, trec_run_lines
-from tests.factories import add_label_judgment, call_json_command, make_annotator
+from tests.factories import add_label_judgment, call_json_command, create_pooled_study, make_annotator
 
 pytestmark = [pytest.mark.django_db, pytest.mark.data]
 
@@ -197,25 +197,7 @@ def study_qrels_lines(study_id: int) -> list[str]:
 
 def test_under_a_partly_judged_study_pool_every_figure_is_ir_measures_and_unpooled_runs_are_warned(birco):
     collection, runs = birco
-    study = call_json_command(
-        "create_study",
-        "--kind",
-        "relevance",
-        "--collection",
-        collection.name,
-        "--name",
-        "pool of bm25 and dense",
-        "--runs",
-        f"{runs[0]},{runs[2]}",
-        "--depth",
-        "5",
-        "--judgments-per-item",
-        "2",
-        "--scale",
-        "binary",
-        "--seed",
-        "3",
-    )["study_id"]
+    study = create_pooled_study(collection, [runs[0], runs[2]], depth=5, name="pool of bm25 and dense", seed=3)
     annotators = [make_annotator("reader-a"), make_annotator("reader-b")]
     relevance = {
         (query, passage): grade
