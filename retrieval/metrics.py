@@ -297,7 +297,9 @@ def hits_depth(measures: Iterable[Measure], cutoffs: Iterable[int | None], exact
     for measure in measures:
         if measure.measure == "mean_rank" or (exact and measure.reads_exact_ranks):
             continue
-        depths.append(None if measure.measure in ("Rprec", "IPrec") else measure.cutoff)
+        # judged_only ranks the judged passages among all the stored hits; Rprec reads R deep.
+        reads_all = measure.judged_only or measure.measure in ("Rprec", "IPrec")
+        depths.append(None if reads_all else measure.cutoff)
     if None in depths:
         return None
     return max(depths, default=0)

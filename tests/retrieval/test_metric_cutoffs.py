@@ -25,6 +25,8 @@ from tests.factories import (
 
 CUTOFFS = (1, 2, 3, 5, 10, 20, 100)
 METRIC_NAMES = " ".join(f"{name}@{k}" for name in ("R", "P", "nDCG", "MRR") for k in CUTOFFS) + " MAP RR"
+# Measures that weigh judged and unjudged passages, read from the stored hits as from a run file.
+UNJUDGED_AWARE = ("Bpref", "Judged@3", "nDCG(judged_only=True)@2", "P(judged_only=True)@2", "infAP", "Rprec")
 REFERENCE = {
     **{f"recall@{k}": R @ k for k in CUTOFFS},
     **{f"p@{k}": P @ k for k in CUTOFFS},
@@ -111,6 +113,30 @@ def test_every_metric_at_every_cutoff_agrees_with_ir_measures(graded):
         assert report["metrics"][key] == pytest.approx(expected[measure], abs=1e-9), key
         for query in ("q0", "q1", "q2", "q4"):
             assert report["per_query"][query][key] == pytest.approx(per_query[query, measure], abs=1e-9), (query, key)
+
+
+@pytest.mark.django_db
+def test_measures_weighing_unjudged_passages_read_every_stored_hit_as_ir_measures_does(graded):
+    """Each asked for alone, so that no other measure makes the evaluation read the whole ranking
+    (judged_only@2 must rank the judged passages among all the stored hits, not the top 2)."""
+    run, qrels, scored = graded
+    measures = {name: ir_measures.parse_measure(name) for name in UNJUDGED_AWARE}
+    per_query = {(m.query_id, str(m.measure)): m.value for m in ir_measures.iter_calc(measures.values(), qrels, scored)}
+    for name, measure in measures.items():
+        report = call_json_command("evaluate_run", run.pk, "--metrics", name, "--per-query")
+        key = parse_metrics(name)[0]
+        for query in ("q0", "q1", "q2", "q4"):
+            assert report["per_query"][query][key] == pytest.approx(per_query[query, str(measure)], abs=1e-12), (
+                query,
+                name,
+            )
+        assert report["beyond_depth"] == []
+    report = call_json_command("evaluate_run", run.pk, "--metrics", " ".join(UNJUDGED_AWARE))
+    judged = {"2": "Judged@2", "3": "Judged@3", "all": "Judged"}
+    expected = ir_measures.calc_aggregate([ir_measures.parse_measure(name) for name in judged.values()], qrels, scored)
+    assert report["judged"] == {
+        key: pytest.approx(expected[ir_measures.parse_measure(name)], abs=1e-12) for key, name in judged.items()
+    }
 
 
 @pytest.mark.django_db
