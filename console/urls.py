@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
 from console import api
-from console.views import collections, dashboard, runs, studies, uploads
+from console.views import collections, dashboard, leaderboards, runs, studies, uploads
 
 urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
@@ -23,6 +23,11 @@ urlpatterns = [
     path("collections/<id:collection_id>/", collections.collection_detail, name="collection_page"),
     path("collections/<id:collection_id>/rename/", collections.collection_rename, name="collection_rename"),
     path("collections/<id:collection_id>/delete/", collections.collection_delete, name="collection_delete"),
+    path(
+        "collections/<id:collection_id>/leaderboard/",
+        leaderboards.collection_leaderboard,
+        name="collection_leaderboard",
+    ),
     path("runs/<id:run_id>/", runs.run_detail, name="run_page"),
     path("runs/<id:run_id>/delete/", runs.run_delete, name="run_delete"),
     path("studies/", studies.study_list, name="study_list"),

@@ -3,7 +3,9 @@
 Every process loads the URLconf at start (system checks, workers, the web server), so this module
 imports no statistics: it asks evaluation.reports, which names the modules that compute."""
 
+from django.http import FileResponse, HttpResponse
 from django.shortcuts import get_object_or_404
+from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import status
@@ -14,10 +16,22 @@ from rest_framework.views import APIView
 
 from annotation.models import Study
 from evaluation.aggregates import AGGREGATES, SOURCES
-from evaluation.reports import compare_runs, relevance_qrels, requested_run_ids, resolve_model_runs, study_report_or_job
+from evaluation.leaderboard_exports import leaderboard_csv, leaderboard_latex
+from evaluation.reports import (
+    bundle_archive,
+    compare_runs,
+    leaderboard,
+    relevance_qrels,
+    requested_run_ids,
+    resolve_model_runs,
+    study_report_or_job,
+)
 from jobs.serializers import JobSerializer
 from judges.services import get_judge
 from retrieval.api import PlainTextRenderer, text_download
+from retrieval.errors import InputError
+from retrieval.models import Collection
+from retrieval.qrels_sources import load_qrels
 
 
 class StudyReportAPI(APIView):
@@ -87,8 +101,8 @@ class StudyQrelsAPI(APIView):
 
 
 class RunComparisonAPI(APIView):
-    """compare_runs over REST: `?runs=1,2,3[&metrics=nDCG@10 R@5]`, with each run's per-query
-    values (a 400 names `runs` or `metrics` on bad input)."""
+    """compare_runs over REST: `?runs=1,2,3[&metrics=nDCG@10 R@5&qrels=study:4]`, with each run's
+    per-query values (a 400 names `runs`, `metrics` or `qrels` on bad input)."""
 
     permission_classes = [IsAdminUser]
 
@@ -96,9 +110,103 @@ class RunComparisonAPI(APIView):
         parameters=[
             OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids (at least two)."),
             OpenApiParameter("metrics", OpenApiTypes.STR, description='e.g. "nDCG@10 R@5"; default: the usual set.'),
+            OpenApiParameter(
+                "qrels", OpenApiTypes.STR, description="imported (default), study:ID[:aggregate], judge:NAME."
+            ),
         ],
         responses=OpenApiTypes.OBJECT,
     )
     def get(self, request):
         run_ids = [part for part in request.query_params.get("runs", "").split(",") if part.strip()]
-        return Response(compare_runs(run_ids, request.query_params.get("metrics", "")))
+        params = request.query_params
+        return Response(compare_runs(run_ids, params.get("metrics", ""), params.get("qrels") or None))
+
+
+LEADERBOARD_EXPORTS = {
+    "csv": (leaderboard_csv, "text/csv", "csv"),
+    "latex": (leaderboard_latex, "application/x-tex", "tex"),
+}
+
+
+def leaderboard_options(params) -> dict:
+    """The leaderboard's options from query parameters (the API's and the page's)."""
+    return {
+        "run_ids": requested_run_ids(params.getlist("runs")),
+        "qrels": params.get("qrels") or None,
+        "metrics": params.get("metrics", ""),
+        "leave_one_out": params.get("leave_one_out") or None,
+        "threshold": params.get("coverage_threshold") or None,
+        "per_query": params.get("per_query") in ("1", "true", "yes"),
+    }
+
+
+def leaderboard_download(collection: Collection, board: dict, export: str) -> HttpResponse:
+    """The leaderboard as a CSV or LaTeX file to save."""
+    render, content_type, suffix = LEADERBOARD_EXPORTS[export]
+    response = HttpResponse(render(board), content_type=f"{content_type}; charset=utf-8")
+    name = slugify(collection.name) or f"collection-{collection.pk}"
+    response["Content-Disposition"] = f'attachment; filename="leaderboard-{name}.{suffix}"'
+    return response
+
+
+class LeaderboardAPI(APIView):
+    """`leaderboard` over REST: `?runs=1,2,3[&qrels=study:4&metrics=nDCG@10 P@5&leave_one_out=10
+    &coverage_threshold=0.8&export=json|csv|latex]` (bad input: 400 naming the field)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids (at least two)."),
+            OpenApiParameter(
+                "qrels", OpenApiTypes.STR, description="imported (default), study:ID[:aggregate], judge:NAME."
+            ),
+            OpenApiParameter(
+                "metrics", OpenApiTypes.STR, description='ir-measures or trec_eval names, e.g. "nDCG@10 P@5 Bpref".'
+            ),
+            OpenApiParameter("leave_one_out", OpenApiTypes.INT, description="Pool depth for leave-one-run-out."),
+            OpenApiParameter("coverage_threshold", OpenApiTypes.NUMBER, description="Warn below this Judged@k."),
+            OpenApiParameter("per_query", OpenApiTypes.BOOL, description="Add every run's per-query values."),
+            OpenApiParameter(
+                "export", OpenApiTypes.STR, enum=["json", *LEADERBOARD_EXPORTS], description="Default json."
+            ),
+        ],
+        responses={
+            (200, "application/json"): OpenApiTypes.OBJECT,
+            (200, "text/csv"): OpenApiResponse(OpenApiTypes.STR, description="One row per run."),
+            (200, "application/x-tex"): OpenApiResponse(OpenApiTypes.STR, description="A booktabs table."),
+        },
+    )
+    def get(self, request, collection_id):
+        collection = get_object_or_404(Collection, pk=collection_id)
+        export = request.query_params.get("export", "json")
+        if export != "json" and export not in LEADERBOARD_EXPORTS:
+            raise InputError(f"unknown export {export!r}: use json, csv or latex", field="export")
+        board = leaderboard(collection, **leaderboard_options(request.query_params))
+        return Response(board) if export == "json" else leaderboard_download(collection, board, export)
+
+
+class CollectionBundleAPI(APIView):
+    """The collection as a bundle a peer can load (evaluation/bundles.py), as a zip:
+    `?qrels=imported|study:ID|judge:NAME` chooses whose labels become its qrels."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter(
+                "qrels", OpenApiTypes.STR, description="imported (default), study:ID[:aggregate], judge:NAME."
+            )
+        ],
+        responses={(200, "application/zip"): OpenApiResponse(OpenApiTypes.BINARY, description="The bundle.")},
+    )
+    def get(self, request, collection_id):
+        collection = get_object_or_404(Collection, pk=collection_id)
+        qrels = load_qrels(collection, request.query_params.get("qrels") or None)
+        name = slugify(collection.name) or f"collection-{collection.pk}"
+        return FileResponse(
+            bundle_archive(collection, qrels),
+            as_attachment=True,
+            filename=f"{name}-{slugify(qrels.source)}.zip",
+            content_type="application/zip",
+        )

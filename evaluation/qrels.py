@@ -18,26 +18,19 @@ rater beside the humans).
 
 from __future__ import annotations
 
-import json
-import os
-import shutil
-import tempfile
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from annotation.models import Study
 from evaluation import label_agreement as stats
 from evaluation.aggregates import AGGREGATES, SOURCES
+from evaluation.bundles import beir_writers, write_folder
 from evaluation.label_report import label_data
 from judges.models import Judge
 from judges.selectors import judge_labels
 from retrieval.errors import InputError
 from retrieval.files import write_atomically
-from retrieval.models import Passage, PoolEntry, Query
-from retrieval.scoring import query_text
-
-BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
 
 
 @dataclass(frozen=True)
@@ -135,58 +128,14 @@ def write_qrels_file(export: QrelsExport, path: str | Path) -> Path:
     return path
 
 
-def _jsonl(records: Iterable[dict]) -> str:
-    return "".join(json.dumps(record, ensure_ascii=False) + "\n" for record in records)
-
-
 def write_beir_folder(export: QrelsExport, directory: str | Path) -> dict:
     """A BEIR folder of the study's collection with the exported qrels: corpus.jsonl (every
     passage), queries.jsonl (every query, as retrieval reads it with the study's context
     sizes), qrels.tsv and, when the collection has them, each query's pool (pools.jsonl).
     RELiC books become a flat corpus: BEIR has no documents, so every query is ranked against
     the whole corpus (or its pool). The folder must be new or empty; it appears complete or not
-    at all."""
-    directory = Path(directory)
-    if directory.exists() and (not directory.is_dir() or any(directory.iterdir())):
-        raise InputError("must be a new or empty folder", file=str(directory), field="beir")
+    at all (evaluation.bundles writes it)."""
     study = export.study
-    collection = study.collection
-    corpus = (
-        {"_id": external_id, "title": title, "text": text}
-        for external_id, title, text in Passage.objects.filter(collection=collection)
-        .order_by("ordinal", "pk")
-        .values_list("external_id", "title", "text")
-    )
-    queries = (
-        {"_id": query.external_id, "text": query_text(query, study.context_left, study.context_right, None)}
-        for query in Query.objects.filter(collection=collection).order_by("ordinal", "pk")
-    )
-    pools: dict[str, list[str]] = {}
-    for query_id, passage_id in (
-        PoolEntry.objects.filter(query__collection=collection)
-        .order_by("query__ordinal", "query_id", "position")
-        .values_list("query__external_id", "passage__external_id")
-    ):
-        pools.setdefault(query_id, []).append(passage_id)
-    files = {
-        "corpus.jsonl": _jsonl(corpus),
-        "queries.jsonl": _jsonl(queries),
-        "qrels.tsv": "".join(
-            line + "\n"
-            for line in [BEIR_QRELS_HEADER, *(f"{q.query}\t{q.passage}\t{q.relevance}" for q in export.qrels)]
-        ),
-    }
-    if pools:
-        files["pools.jsonl"] = _jsonl({"query-id": query_id, "corpus-ids": ids} for query_id, ids in pools.items())
-    directory.parent.mkdir(parents=True, exist_ok=True)
-    staging = Path(tempfile.mkdtemp(dir=directory.parent, prefix=f".{directory.name}."))
-    try:
-        for name, content in files.items():
-            (staging / name).write_text(content, encoding="utf-8")
-        if directory.exists():
-            directory.rmdir()
-        os.replace(staging, directory)
-    except BaseException:
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    return {"beir": str(directory), "files": sorted(files)}
+    triples = [(qrel.query, qrel.passage, qrel.relevance) for qrel in export.qrels]
+    writers = beir_writers(study.collection, triples, (study.context_left, study.context_right))
+    return {"beir": str(write_folder(directory, writers, field="beir")), "files": sorted(writers)}

@@ -1,6 +1,6 @@
 """Asking for evaluation's results from a page or the API: a study's report (the cached one, one
-computed now for a small study, or a job for a large one), a relevance study's qrels, and a
-comparison of runs.
+computed now for a small study, or a job for a large one), a relevance study's qrels, a
+comparison of runs, a leaderboard and a collection's bundle.
 
 Every process loads the URLconf at start (the system checks before each management command,
 each Celery worker, each web worker), so the views import this module and not the modules that
@@ -12,7 +12,7 @@ in the process that first asks for them.
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, BinaryIO
 
 from celery import signature
 from django.conf import settings
@@ -26,7 +26,8 @@ from jobs.models import Job
 from jobs.services import create_job, dispatch
 from judges.models import Judge
 from retrieval.errors import InputError
-from retrieval.models import Run
+from retrieval.models import Collection, Run
+from retrieval.qrels_sources import Qrels
 from retrieval.selectors import get_run, require_done
 
 if TYPE_CHECKING:
@@ -38,6 +39,8 @@ REPORT_TASK = "evaluation.tasks.compute_study_report"
 STUDY_REPORT = "evaluation.services.study_report"
 RELEVANCE_QRELS = "evaluation.qrels.relevance_qrels"
 COMPARE_RUNS = "evaluation.comparison.compare_runs"
+LEADERBOARD = "evaluation.leaderboard.leaderboard"
+BUNDLE_ARCHIVE = "evaluation.bundles.bundle_archive"
 
 
 def requested_run_ids(values: Iterable[str]) -> list[str]:
@@ -129,6 +132,16 @@ def relevance_qrels(
     return import_string(RELEVANCE_QRELS)(study, aggregate, source, judge)
 
 
-def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None) -> dict:
+def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None, qrels: str | None = None) -> dict:
     """evaluation.comparison.compare_runs: the runs' metrics, standard errors and paired tests."""
-    return import_string(COMPARE_RUNS)(run_ids, metrics)
+    return import_string(COMPARE_RUNS)(run_ids, metrics, qrels=qrels)
+
+
+def leaderboard(collection: Collection, run_ids: Sequence, **options) -> dict:
+    """evaluation.leaderboard.leaderboard: the runs ranked under one qrels source."""
+    return import_string(LEADERBOARD)(collection, run_ids, **options)
+
+
+def bundle_archive(collection: Collection, qrels: Qrels) -> BinaryIO:
+    """evaluation.bundles.bundle_archive: the collection's bundle as a zip in a temporary file."""
+    return import_string(BUNDLE_ARCHIVE)(collection, qrels)

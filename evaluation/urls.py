@@ -2,7 +2,7 @@
 
 from django.urls import path
 
-from evaluation.api import RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
+from evaluation.api import CollectionBundleAPI, LeaderboardAPI, RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
 from evaluation.views import RunComparisonPage, StudyReportPage
 
 app_name = "evaluation"
@@ -12,5 +12,7 @@ urlpatterns = [
     path("api/studies/<id:study_id>/report/", StudyReportAPI.as_view(), name="api-study-report"),
     path("api/studies/<id:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
     path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
+    path("api/collections/<id:collection_id>/leaderboard/", LeaderboardAPI.as_view(), name="api-leaderboard"),
+    path("api/collections/<id:collection_id>/bundle/", CollectionBundleAPI.as_view(), name="api-collection-bundle"),
     path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
 ]

@@ -184,6 +184,9 @@ MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var
 # Studies with at least this many items get their report from a worker job, not the request.
 MARGINALIA_REPORT_JOB_ITEMS = int(os.environ.get("MARGINALIA_REPORT_JOB_ITEMS", "20000"))
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
+# Coverage: a run whose mean Judged@k under a judged pool's qrels is below this share gets a
+# warning beside its metrics (run page, evaluate_run, leaderboards); each call may set its own.
+MARGINALIA_COVERAGE_THRESHOLD = float(os.environ.get("MARGINALIA_COVERAGE_THRESHOLD", "0.9"))
 # A running job with no progress report for this long is failed: its worker is gone.
 MARGINALIA_STALE_JOB_MINUTES = float(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
 # How often Celery beat sweeps for such jobs (jobs.tasks.sweep_stale_jobs).

@@ -146,6 +146,24 @@ def call_json_command(name: str, *args) -> dict:
     return json.loads(out.getvalue().strip().splitlines()[-1])
 
 
+def create_pooled_study(
+    collection: Collection,
+    run_ids,
+    *,
+    depth: int,
+    name: str = "pool",
+    judgments_per_item: int = 2,
+    scale: str = "binary",
+    seed: int = 0,
+) -> int:
+    """A relevance study pooled from the runs' top `depth`, made as a researcher makes one (the
+    create_study command): its id."""
+    options = ["--kind", "relevance", "--collection", collection.name, "--name", name]
+    options += ["--runs", ",".join(str(run_id) for run_id in run_ids), "--depth", str(depth)]
+    options += ["--judgments-per-item", str(judgments_per_item), "--scale", scale, "--seed", str(seed)]
+    return call_json_command("create_study", *options)["study_id"]
+
+
 def export_study(study: Study) -> list[dict]:
     """The rows the export_study command prints for the study."""
     out = io.StringIO()

@@ -200,7 +200,7 @@ def test_exported_qrels_round_trip_through_import_beir_and_evaluate_run(study, t
         ranking.setdefault(query, []).append(passage)
     assert all(len(passages) == len(PASSAGES) for passages in ranking.values())
     expected = hand_metrics(qrels, ranking)
-    assert evaluation["queries"] == 2 and evaluation["queries_without_relevant"] == 1
+    assert evaluation["queries"] == 2 and evaluation["queries_without_judgments"] == 1
     assert evaluation["metrics"] == pytest.approx(expected)
 
 
