@@ -62,7 +62,8 @@ class StudyQrelsAPI(APIView):
                 "aggregate",
                 OpenApiTypes.STR,
                 enum=list(AGGREGATES),
-                description="majority (ties: the lower label), or the scale value nearest the mean or median.",
+                description="majority (ties: the lower label), the scale value nearest the mean or median, or a "
+                "model of annotator competence (dawid-skene, mace, glad; source humans or both).",
             ),
             OpenApiParameter(
                 "source", OpenApiTypes.STR, enum=list(SOURCES), description="Whose labels (default humans)."

@@ -76,6 +76,21 @@ def shown_items(study: Study) -> list[ShownItem]:
     ]
 
 
+def item_texts(study: Study) -> dict[int, tuple[int, str, list[str]]]:
+    """item id -> (position in the study, query external id, passage external ids of its
+    candidates in display order), for every item: what an export names an item by."""
+    passages: dict[int, list[str]] = {}
+    rows = (
+        ItemCandidate.objects.filter(item__study=study)
+        .order_by("item_id", "position")
+        .values_list("item_id", "passage__external_id")
+    )
+    for item_id, passage in rows.iterator(10_000):
+        passages.setdefault(item_id, []).append(passage)
+    items = Item.objects.filter(study=study).values_list("id", "position", "query__external_id").iterator(10_000)
+    return {item_id: (position, query, passages.get(item_id, [])) for item_id, position, query in items}
+
+
 def _int_columns(rows: QuerySet) -> np.ndarray:
     """The integer (or boolean) columns of a values_list query as a rows x columns array,
     fetched at once: Django's row iterator (chunks of 100 rows, a converter per value, even a
