@@ -20,7 +20,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from annotation.models import Study
-from evaluation.aggregates import COMPETENCE_MODELS, LABEL_METHODS
+from evaluation.aggregates import LABEL_METHODS
 from evaluation.label_models import Aggregation, aggregate
 from evaluation.ratings import StudyRatings, study_ratings
 from evaluation.selectors import item_texts
@@ -143,19 +143,17 @@ def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Itera
         }
 
 
-def report_section(ratings: StudyRatings, seed: int) -> dict:
-    """For the study report: each competence model beside the majority vote, its annotators'
-    competence, how many items it labels differently (and the first REPORT_CHANGED_ITEMS of
-    them with both labels and the model's posterior), and for proxy items each method's share
-    of items whose label is the gold."""
-    majority = fit(ratings, "majority", seed)
-    majority_view = ItemView(ratings, majority)
+def report_section(ratings: StudyRatings, fits: dict[str, Aggregation], seed: int) -> dict:
+    """For the study report: each fitted method (`fits` holds "majority") with its annotators'
+    competence, how many items it labels differently from the majority vote (and the first
+    REPORT_CHANGED_ITEMS of them, with both labels and the method's posterior), and for proxy
+    items each method's share of items whose label is the gold."""
+    majority_view = ItemView(ratings, fits["majority"])
     gold = {unit.item: unit.gold for unit in ratings.units}
-    section = {"seed": seed, "methods": {}}
-    for method in LABEL_METHODS:
-        model = majority if method == "majority" else fit(ratings, method, seed)
+    methods = {}
+    for method, model in fits.items():
         view = ItemView(ratings, model)
-        changed = [] if method == "majority" else changed_items(ratings, model, majority)
+        changed = [] if method == "majority" else changed_items(ratings, model, fits["majority"])
         entry = {
             "competence": model.competence,
             "items": len(view.items()),
@@ -175,6 +173,5 @@ def report_section(ratings: StudyRatings, seed: int) -> dict:
             entry["accuracy_vs_gold"] = (
                 sum(view.label(item) == gold[item] for item in judged) / len(judged) if judged else None
             )
-        section["methods"][method] = entry
-    section["models"] = list(COMPETENCE_MODELS)
-    return section
+        methods[method] = entry
+    return {"seed": seed, "methods": methods}

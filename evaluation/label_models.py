@@ -156,7 +156,7 @@ def _dawid_skene(frame: pd.DataFrame, values: list, seed: int) -> Aggregation:
 
 
 def _mace(frame: pd.DataFrame, values: list, seed: int) -> Aggregation:
-    model = MACE(n_restarts=MACE_RESTARTS, random_state=seed).fit(frame)
+    model = MACE(n_restarts=MACE_RESTARTS, random_state=seed % 2**32).fit(frame)  # numpy takes 0..2^32-1
     workers = pd.factorize(frame["worker"])[1]
     labels_given = pd.factorize(frame["label"])[1]
     competence, details = {}, {}

@@ -108,7 +108,7 @@ def _proxy_ratings(study: Study) -> StudyRatings:
         .values_list("pk", "submitted_at", "item_id", "annotator__username", "choice__position")
     )
     rows = [(pk, at, index[item], name, position) for pk, at, item, name, position in judgments.iterator(10_000)]
-    values = list(range(int(items.candidates.max()) if len(items.ids) else study.candidates_per_item))
+    values = list(range(max([study.candidates_per_item, *items.candidates.tolist()])))
     return _ordered(rows, "proxy", study, values, units)
 
 
