@@ -18,6 +18,7 @@ give the same labels on every call.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from dataclasses import dataclass
 
 from annotation.models import Study
 from evaluation.aggregates import LABEL_METHODS
@@ -73,13 +74,28 @@ def changed_items(ratings: StudyRatings, model: Aggregation, majority: Aggregati
     return [item for item in mine.items() if mine.label(item) != theirs.label(item)]
 
 
-def study_aggregation(study: Study, method: str, seed: int | None = None) -> dict:
-    """The aggregate_labels payload (see the module docstring)."""
+@dataclass(frozen=True)
+class _Fitted:
+    ratings: StudyRatings
+    model: Aggregation
+    majority: Aggregation
+    seed: int
+
+
+def _fitted(study: Study, method: str, seed: int | None) -> _Fitted:
+    """The study's ratings with `method` and the majority vote fitted (the study's seed unless
+    one is given)."""
     require_method(method)
     seed = study.seed if seed is None else seed
     ratings = study_ratings(study)
     model = fit(ratings, method, seed)
-    majority = model if method == "majority" else fit(ratings, "majority", seed)
+    return _Fitted(ratings, model, model if method == "majority" else fit(ratings, "majority", seed), seed)
+
+
+def study_aggregation(study: Study, method: str, seed: int | None = None) -> dict:
+    """The aggregate_labels payload (see the module docstring)."""
+    fitted = _fitted(study, method, seed)
+    ratings, model, majority, seed = fitted.ratings, fitted.model, fitted.majority, fitted.seed
     view = ItemView(ratings, model)
     changed = changed_items(ratings, model, majority)
     values = ratings.values
@@ -117,12 +133,9 @@ def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Itera
     (in the study), `query`, `passage` (label kinds) or `candidates` (proxy and multi-select:
     passage ids in display order, which the positions index), `method`, `label`, `majority`,
     `posterior`, `judgments`."""
-    require_method(method)
-    seed = study.seed if seed is None else seed
-    ratings = study_ratings(study)
-    model = fit(ratings, method, seed)
-    majority = model if method == "majority" else fit(ratings, "majority", seed)
-    view, majority_view = ItemView(ratings, model), ItemView(ratings, majority)
+    fitted = _fitted(study, method, seed)
+    ratings = fitted.ratings
+    view, majority_view = ItemView(ratings, fitted.model), ItemView(ratings, fitted.majority)
     judged: dict[int, set] = {}
     for unit, judgment in zip(ratings.unit.tolist(), ratings.judgment.tolist(), strict=True):
         judged.setdefault(ratings.units[unit].item, set()).add(judgment)
