@@ -3,7 +3,10 @@
 Every process loads the URLconf at start (system checks, workers, the web server), so this module
 imports no statistics: it asks evaluation.reports, which names the modules that compute."""
 
-from django.http import FileResponse, HttpResponse
+import itertools
+import json
+
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
@@ -15,7 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
-from evaluation.aggregates import AGGREGATES, SOURCES
+from evaluation import alerts
+from evaluation.aggregates import AGGREGATES, LABEL_METHODS, SOURCES
 from evaluation.leaderboard_exports import leaderboard_csv, leaderboard_latex
 from evaluation.reports import (
     bundle_archive,
@@ -23,7 +27,10 @@ from evaluation.reports import (
     leaderboard,
     relevance_qrels,
     requested_run_ids,
+    requested_seed,
     resolve_model_runs,
+    soft_label_rows,
+    study_aggregation,
     study_report_or_job,
 )
 from jobs.serializers import JobSerializer
@@ -76,7 +83,8 @@ class StudyQrelsAPI(APIView):
                 "aggregate",
                 OpenApiTypes.STR,
                 enum=list(AGGREGATES),
-                description="majority (ties: the lower label), or the scale value nearest the mean or median.",
+                description="majority (ties: the lower label), the scale value nearest the mean or median, or a "
+                "model of annotator competence (dawid-skene, mace, glad; source humans or both).",
             ),
             OpenApiParameter(
                 "source", OpenApiTypes.STR, enum=list(SOURCES), description="Whose labels (default humans)."
@@ -210,3 +218,88 @@ class CollectionBundleAPI(APIView):
             filename=f"{name}-{slugify(qrels.source)}.zip",
             content_type="application/zip",
         )
+
+
+METHOD_PARAMETERS = [
+    OpenApiParameter(
+        "method",
+        OpenApiTypes.STR,
+        enum=list(LABEL_METHODS),
+        description="majority (ties: the lowest label) or a model of annotator competence; default majority.",
+    ),
+    OpenApiParameter("seed", OpenApiTypes.INT, description="MACE's random start; default the study's seed."),
+]
+
+
+class StudyAggregateAPI(APIView):
+    """aggregate_labels over REST: one label per item, the annotators' competence and each item's
+    posterior (see DESIGN.md's contract). Staff only: competences and answers are staff data."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(parameters=METHOD_PARAMETERS, responses=OpenApiTypes.OBJECT)
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        seed = requested_seed(request.query_params.get("seed"))
+        return Response(study_aggregation(study, request.query_params.get("method", "majority"), seed))
+
+
+class StudySoftLabelsAPI(APIView):
+    """The soft-label export: one JSON line per aggregated item with its whole posterior
+    (`aggregate_labels --soft`), streamed."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=METHOD_PARAMETERS,
+        responses={(200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="JSON lines")},
+    )
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        seed = requested_seed(request.query_params.get("seed"))
+        rows = soft_label_rows(study, request.query_params.get("method", "majority"), seed)
+        first = next(rows, None)  # fit now, so a refusal is a 400 and not a broken stream
+        lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in ([first] if first else []))
+        response = StreamingHttpResponse(
+            itertools.chain(lines, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)),
+            content_type="application/x-ndjson; charset=utf-8",
+        )
+        method = request.query_params.get("method", "majority")
+        response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{method}-soft-labels.jsonl"'
+        return response
+
+
+class StudyAgreementAPI(APIView):
+    """The report's agreement per annotator, per label and over time (`agreement_detail`), from
+    the cached report; a large study without one answers 202 with the job computing it."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 202: JobSerializer})
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        report, job = study_report_or_job(study, (), request.user)
+        if job is not None:
+            return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        return Response({"study": study.pk, **report["agreement_detail"]})
+
+
+class AgreementWatchAPI(APIView):
+    """The study's agreement thresholds and batch size (PUT any of `study_threshold`,
+    `annotator_threshold`: a number in [-1, 1] or null; `batch_size`: judgments), with what the
+    last check found. A 400 names the field."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        return Response(alerts.watch_payload(alerts.watch_of(study)))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def put(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        if not isinstance(request.data, dict):
+            raise InputError("send an object of settings", field="body")
+        fields = {str(key): request.data[key] for key in request.data}  # a form's last value per key
+        return Response(alerts.watch_payload(alerts.set_watch(study, **fields)))

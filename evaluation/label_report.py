@@ -23,6 +23,7 @@ from annotation.models import Study
 from annotation.services.labels import study_schema
 from evaluation import label_agreement as stats
 from evaluation.agreement import CONFIDENCE_LEVEL, finite_or_none
+from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import label_judges
 from evaluation.selectors import (
     LabelAnswer,
@@ -466,4 +467,5 @@ def label_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "annotators": _annotators(data, majorities),
         "models": {str(run.pk): _model_section(data, run) for run in model_runs},
         "judges": {} if data.multi_select else label_judges(data, alpha_levels(data.values)),
+        **crowd_sections(study),
     }

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
@@ -23,12 +24,13 @@ from django.db.models.functions import Coalesce
 from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
 from annotation.selectors import counted_judgments, gold_judgments, span_target_text
 from annotation.services.labels import is_correct
+from evaluation.models import AgreementWatch
 from judges.selectors import judge_answers_fingerprint
 from retrieval.chunks import chunks
 from retrieval.models import Hit, Run
 
 # Bump when the report's computation or layout changes, so cached payloads are recomputed.
-REPORT_FORMAT = 3
+REPORT_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -74,6 +76,21 @@ def shown_items(study: Study) -> list[ShownItem]:
         ShownItem(item_id, position, query_id, query, tuple(candidates.get(item_id, ())))
         for item_id, position, query_id, query in items
     ]
+
+
+def item_texts(study: Study) -> dict[int, tuple[int, str, list[str]]]:
+    """item id -> (position in the study, query external id, passage external ids of its
+    candidates in display order), for every item: what an export names an item by."""
+    passages: dict[int, list[str]] = {}
+    rows = (
+        ItemCandidate.objects.filter(item__study=study)
+        .order_by("item_id", "position")
+        .values_list("item_id", "passage__external_id")
+    )
+    for item_id, passage in rows.iterator(10_000):
+        passages.setdefault(item_id, []).append(passage)
+    items = Item.objects.filter(study=study).values_list("id", "position", "query__external_id").iterator(10_000)
+    return {item_id: (position, query, passages.get(item_id, [])) for item_id, position, query in items}
 
 
 def _int_columns(rows: QuerySet) -> np.ndarray:
@@ -337,5 +354,9 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
         "adjudications": adjudications,
         "runs": run_states,
         "judges": judge_answers_fingerprint(study),
+        # Agreement over time is cut into the watch's batches; the competence models fitted depend
+        # on the judgments and this limit.
+        "batch_size": AgreementWatch.objects.filter(study=study).values_list("batch_size", flat=True).first(),
+        "competence_judgments": settings.MARGINALIA_REPORT_COMPETENCE_JUDGMENTS,
     }
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()

@@ -19,6 +19,7 @@ from django.utils import timezone
 
 from annotation.models import Study
 from evaluation import agreement
+from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import proxy_judges
 from evaluation.label_report import label_study_report
 from evaluation.reports import cached_study_report
@@ -298,6 +299,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
             "unanimous_non_gold": unanimous_non_gold,
             "humans_agree_model_fails": model_failures,
         },
+        **crowd_sections(study),
     }
 
 

@@ -2,8 +2,18 @@
 
 from django.urls import path
 
-from evaluation.api import CollectionBundleAPI, LeaderboardAPI, RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
-from evaluation.views import RunComparisonPage, StudyReportPage
+from evaluation.api import (
+    AgreementWatchAPI,
+    CollectionBundleAPI,
+    LeaderboardAPI,
+    RunComparisonAPI,
+    StudyAggregateAPI,
+    StudyAgreementAPI,
+    StudyQrelsAPI,
+    StudyReportAPI,
+    StudySoftLabelsAPI,
+)
+from evaluation.views import AgreementWatchForm, RunComparisonPage, StudyReportPage
 
 app_name = "evaluation"
 
@@ -11,6 +21,11 @@ urlpatterns = [
     path("studies/<id:study_id>/report/", StudyReportPage.as_view(), name="study-report"),
     path("api/studies/<id:study_id>/report/", StudyReportAPI.as_view(), name="api-study-report"),
     path("api/studies/<id:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
+    path("api/studies/<id:study_id>/aggregate/", StudyAggregateAPI.as_view(), name="api-study-aggregate"),
+    path("api/studies/<id:study_id>/soft-labels/", StudySoftLabelsAPI.as_view(), name="api-study-soft-labels"),
+    path("api/studies/<id:study_id>/agreement/", StudyAgreementAPI.as_view(), name="api-study-agreement"),
+    path("api/studies/<id:study_id>/agreement-watch/", AgreementWatchAPI.as_view(), name="api-agreement-watch"),
+    path("studies/<id:study_id>/agreement-watch/", AgreementWatchForm.as_view(), name="agreement-watch"),
     path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
     path("api/collections/<id:collection_id>/leaderboard/", LeaderboardAPI.as_view(), name="api-leaderboard"),
     path("api/collections/<id:collection_id>/bundle/", CollectionBundleAPI.as_view(), name="api-collection-bundle"),

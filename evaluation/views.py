@@ -2,12 +2,14 @@
 modules that compute, so that the URLconf, loaded by every process, loads no statistics), the
 tables from evaluation.formatting and the chart from evaluation.charts."""
 
-from django.shortcuts import get_object_or_404, render
+from django.contrib import messages
+from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views import View
 
 from annotation.models import Study
-from evaluation import charts, formatting
+from evaluation import alerts, charts, crowd_tables, formatting
 from evaluation.reports import compare_runs, requested_run_ids, resolve_model_runs, study_report_or_job
 from retrieval.access import staff_required
 from retrieval.errors import InputError
@@ -31,12 +33,35 @@ class StudyReportPage(View):
         try:
             report, job = study_report_or_job(study, resolve_model_runs(study, selected), request.user)
         except InputError as exc:
-            return render(request, template, {**context, "error": str(exc)}, status=400)
+            report, job, context["error"] = None, None, str(exc)
+        # Read after the report: computing one checks the thresholds.
+        context["watch"] = alerts.watch_payload(alerts.watch_of(study))
+        if "error" in context:
+            return render(request, template, context, status=400)
         if job is not None:
             return render(request, template, {**context, "computing": job})
         context["report"] = report
         context.update(proxy_context(report) if proxy else label_context(report))
+        context.update(
+            competence=crowd_tables.competence_rows(report), agreement_detail=crowd_tables.agreement_tables(report)
+        )
         return render(request, template, context)
+
+
+@method_decorator(staff_required, name="dispatch")
+class AgreementWatchForm(View):
+    """The report page's form for the study's agreement thresholds and batch size: saved, then
+    back to the report (a refusal comes back as one line at the top of the page)."""
+
+    def post(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        target = reverse("evaluation:study-report", args=[study.pk])
+        fields = {name: request.POST.get(name, "") for name in ("study_threshold", "annotator_threshold", "batch_size")}
+        try:
+            alerts.set_watch(study, **fields)
+        except InputError as exc:
+            messages.error(request, f"Not saved: {exc}")
+        return redirect(f"{target}#agreement-watch")
 
 
 def proxy_context(report: dict) -> dict:

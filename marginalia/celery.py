@@ -27,5 +27,6 @@ app.conf.task_routes = {
     "judges.tasks.judge_study_on_cpu": {"queue": "cpu"},
     "jobs.tasks.sweep_stale_jobs": {"queue": "cpu"},
     "evaluation.tasks.compute_study_report": {"queue": "cpu"},
+    "evaluation.tasks.watch_agreement": {"queue": "cpu"},
 }
 app.autodiscover_tasks()

@@ -20,7 +20,7 @@ from django.core.management import CommandError, call_command
 from annotation.models import Judgment
 from console import uploads
 from integrations.models import Webhook, WebhookDelivery
-from integrations.services.webhooks import deliver_due
+from integrations.services.delivery import deliver_due
 from jobs.errors import BrokerUnavailable
 from jobs.models import Job
 from jobs.services import require_broker
