@@ -324,6 +324,7 @@ def _top_up(pool: Pool, study: Study) -> int:
     live = Count("assignments", filter=Q(assignments__state__in=LIVE_ASSIGNMENT_STATES))
     open_items = (
         Item.objects.filter(pooled_pair__pool=pool, pooled_pair__decided__isnull=True)
+        .exclude(role=Item.Role.QUALIFICATION)  # a qualification question is never judged as work
         .annotate(live=live)
         .filter(live__lt=study.judgments_per_item)
         .count()
