@@ -21,10 +21,11 @@ from retrieval.input_rules import parse_id
 
 from .exports import CHUNKS, JUDGMENT_FORMATS, judgment_export
 from .models import Item, ItemCandidate, Judgment, Study
-from .selectors import answer_fields, item_flags, study_overview
+from .selectors import answer_fields, item_flags, pool_pairs, pool_summary, study_overview
 from .serializers import (
     ItemFlagSerializer,
     ItemReferenceSerializer,
+    PoolExtensionSerializer,
     StudyCreateSerializer,
     StudySerializer,
     StudyTrainingRequestSerializer,
@@ -49,6 +50,7 @@ from .services.annotator_actions import (
     undo_seconds,
     undoable_submission,
 )
+from .services.pools import extend_pool
 from .services.qualification import qualification_receipt
 
 STUDY_CREATORS = {
@@ -266,6 +268,46 @@ class StudyDetailView(generics.RetrieveAPIView):
     def retrieve(self, request, *args, **kwargs):
         study = self.get_object()
         return Response({**StudySerializer(study).data, "overview": study_overview(study)})
+
+
+POOL_PAIRS_PER_PAGE = 500
+
+
+class StudyPoolView(APIView):
+    """Staff: how a relevance study's pairs were pooled: the strategy, its settings and budget,
+    each run's contribution, move-to-front's priorities and turn, and every pair, judged or not,
+    with the runs' ranks, fusion score, place in the order and outcome (500 a page, `?page=N`)."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(parameters=[OpenApiParameter("page", int, required=False)], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk):
+        study = get_object_or_404(Study, pk=pk)
+        summary = pool_summary(study)
+        if summary is None:
+            raise NotFound(f"study {study.pk} has no pool")
+        pages = max(1, -(-summary["pairs"] // POOL_PAIRS_PER_PAGE))
+        page = parse_id(request.query_params.get("page", "1"))
+        if page is None or not 1 <= page <= pages:
+            raise ValidationError({"page": [f"must be a page number between 1 and {pages}"]})
+        start = (page - 1) * POOL_PAIRS_PER_PAGE
+        pairs = pool_pairs(study, start, start + POOL_PAIRS_PER_PAGE)
+        return Response({**summary, "page": page, "pages": pages, "pairs_page": pairs})
+
+
+class StudyExtendView(APIView):
+    """Staff: add runs to a relevance study's pool (as `extend_study`): only pairs not yet pooled
+    are new, judgments stay; the strategy then draws what fits the budget."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=PoolExtensionSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, pk):
+        study = get_object_or_404(Study.objects.select_related("collection"), pk=pk)
+        form = PoolExtensionSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        extension = extend_pool(study, **form.validated_data)
+        return Response(extension.summary())
 
 
 class StudyTrainView(APIView):

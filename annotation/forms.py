@@ -12,7 +12,7 @@ from retrieval.input_rules import load_json
 from retrieval.models import Collection, Document, Run
 
 from .label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
-from .models import PeerReview
+from .models import PeerReview, Pool
 from .services.studies import MAX_CANDIDATES, MAX_CONTEXT_SENTENCES, MAX_JUDGMENTS_PER_ITEM, MIN_CANDIDATES
 
 # The POST names of rubric radio groups: "rubric-<field name>".
@@ -314,6 +314,35 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
         help_text="Empty: every query with at least one passage.",
     )
     scale = forms.ChoiceField(choices=[(scale, scale) for scale in SCALES], initial="binary")
+    pool = forms.ChoiceField(
+        choices=Pool.Strategy.choices,
+        initial=Pool.Strategy.DEPTH,
+        required=False,
+        label="Pooling strategy",
+        help_text="Which pairs of the runs' top k are judged: all of them (depth), in fusion order until the "
+        "budget (rrf, rbp), or move-to-front: runs whose pairs are judged relevant get more of theirs judged.",
+    )
+    budget = forms.IntegerField(
+        min_value=1, required=False, label="Budget (pairs judged in all)", help_text="Empty: no limit."
+    )
+    budget_per_query = forms.IntegerField(
+        min_value=1, required=False, label="Budget per query", help_text="Empty: no limit."
+    )
+    rrf_k = forms.IntegerField(min_value=0, initial=60, required=False, label="RRF k", help_text="rrf: 1 / (k + rank).")
+    rbp_p = forms.FloatField(
+        min_value=0, max_value=1, initial=0.8, required=False, label="RBP p", help_text="rbp: (1 - p) p^(rank - 1)."
+    )
+    lookahead = forms.IntegerField(
+        min_value=1,
+        initial=1,
+        required=False,
+        label="Look-ahead",
+        help_text="mtf: pairs kept open for annotators before the judgments that choose them are in.",
+    )
+
+    POOL_FIELDS = ("pool", "budget", "budget_per_query", "rrf_k", "rbp_p", "lookahead")
+    # Left empty, these keep the service's default.
+    POOL_DEFAULTED = ("rrf_k", "rbp_p", "lookahead")
 
     field_order = [
         "name",
@@ -321,6 +350,7 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
         "runs",
         "depth",
         "use_pools",
+        *POOL_FIELDS,
         "n_queries",
         "judgments_per_item",
         "seed",
@@ -338,6 +368,18 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
         "claim_minutes",
         "more_context",
     ]
+
+    def sections(self) -> list[tuple[str, list]]:
+        """The study, then how its pairs are pooled, then quality control."""
+        (title, fields), *rest = super().sections()
+        pooled = [field for field in fields if field.name in self.POOL_FIELDS]
+        return [(title, [field for field in fields if field.name not in self.POOL_FIELDS]), ("Pool", pooled), *rest]
+
+    def study_settings(self) -> dict:
+        """Pool settings left empty keep the service's defaults (no strategy given: depth)."""
+        settings = super().study_settings()
+        settings["pool"] = settings["pool"] or Pool.Strategy.DEPTH
+        return {name: value for name, value in settings.items() if not (name in self.POOL_DEFAULTED and value is None)}
 
 
 class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
@@ -398,6 +440,27 @@ class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
         self.fields["judgments_per_item"].initial = 5
         self.fields["context_right"].initial = 0
         self.fields["spans"].choices = [("", "No excerpt span"), ("passage", "Mark the excerpt in the paragraph")]
+
+
+class ExtendPoolForm(ServiceErrorsMixin, forms.Form):
+    """Runs to add to a relevance study's pool (finished runs of its collection not pooled yet)."""
+
+    runs = RunsChoiceField(queryset=Run.objects.none(), widget=forms.CheckboxSelectMultiple, label="Runs to add")
+    budget = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="More pairs to judge",
+        help_text="Empty: the pool's budget stays (no budget: every new pair of depth pooling).",
+    )
+    budget_per_query = forms.IntegerField(
+        min_value=1, required=False, label="Raise the budget per query by", help_text="Pools with one only."
+    )
+
+    def __init__(self, *args, study, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].queryset = (
+            finished_runs().filter(collection=study.collection).exclude(pk__in=study.pool.runs).order_by("pk")
+        )
 
 
 class PositionsField(forms.Field):

@@ -130,6 +130,79 @@ class ItemCandidate(models.Model):
         ]
 
 
+class Pool(models.Model):
+    """How a relevance study's (query, passage) pairs are chosen from several runs: the strategy
+    (annotation/pooling.py), its settings, the runs pooled in the order that breaks ties, the
+    queries in the study's seeded order, and the state of the adaptive strategy. Staff-only, like
+    ItemCandidate's source run and rank: no annotator-facing selector reads it."""
+
+    class Strategy(models.TextChoices):
+        DEPTH = "depth", "Depth: every run's top k"
+        RRF = "rrf", "Reciprocal-rank fusion"
+        RBP = "rbp", "Rank-biased precision"
+        MTF = "mtf", "Move-to-front (adaptive)"
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="pool")
+    strategy = models.CharField(max_length=10, choices=Strategy.choices)
+    depth = models.PositiveIntegerField(help_text="How far down each run is read.")
+    budget = models.PositiveIntegerField(null=True, blank=True, help_text="Most pairs judged in all; empty: no limit.")
+    budget_per_query = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Most pairs judged per query; empty: no limit."
+    )
+    rrf_k = models.PositiveIntegerField(default=60)
+    rbp_p = models.FloatField(default=0.8)
+    lookahead = models.PositiveSmallIntegerField(
+        default=1, help_text="Move-to-front: undecided pairs kept open for annotators ahead of the judgments."
+    )
+    runs = models.JSONField(default=list, help_text="Run ids in pooled order: creation's, then each extension's.")
+    queries = models.JSONField(default=list, help_text="Query ids in the study's seeded order.")
+    state = models.JSONField(default=dict, blank=True, help_text="Move-to-front: priorities and the turn.")
+    events = models.PositiveIntegerField(default=0, help_text="Counter numbering move-to-front draws and decisions.")
+    extensions = models.PositiveSmallIntegerField(default=0, help_text="Runs added after creation, in steps.")
+
+
+class PooledPair(models.Model):
+    """A (query, passage) pair one of the pool's runs retrieved within its depth, judged or not:
+    how it entered the pool (its runs' ranks in `hits`, its fusion score, its place in the
+    strategy's order, the extension step that brought it, the run whose turn drew it) and, once
+    drawn, the item that asks for it. Staff-only."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pairs")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="+")
+    item = models.OneToOneField(Item, null=True, blank=True, on_delete=models.CASCADE, related_name="pooled_pair")
+    score = models.FloatField(null=True, blank=True, help_text="Fusion score (rrf, rbp).")
+    order = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Place in the strategy's order; move-to-front: the event that drew it."
+    )
+    pool_position = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Its place in the query's own pool, when that pool was added."
+    )
+    drawn_from = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    decided = models.PositiveIntegerField(null=True, blank=True, help_text="Move-to-front: the event that decided it.")
+    relevant = models.BooleanField(null=True, blank=True, help_text="Move-to-front: the outcome it was decided with.")
+    extension = models.PositiveSmallIntegerField(default=0, help_text="0: in the pool from creation; n: the nth step.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pool", "query", "passage"], name="pooled_pair_unique")]
+        indexes = [models.Index(fields=["pool", "query"])]
+
+
+class PoolHit(models.Model):
+    """One run's rank of a pooled pair (every run that retrieved it within the depth, the runs
+    added later included)."""
+
+    pair = models.ForeignKey(PooledPair, on_delete=models.CASCADE, related_name="hits")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
+    rank = models.PositiveIntegerField()
+    extension = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["pair_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["pair", "run"], name="pool_hit_unique")]
+        indexes = [models.Index(fields=["run", "rank"])]
+
+
 LIVE_ASSIGNMENT_STATES = ("active", "submitted")
 
 

@@ -8,15 +8,16 @@ external ids (BIRCO's WhatsThatBook ids give the answer away), nor anyone else's
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
-from retrieval.models import Query
+from retrieval.models import Query, Run
 
 from . import hot_queries
 from .label_schema import matches_expected, study_schema
-from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, Study, StudyBlock
+from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, Pool, PooledPair, PoolHit, Study, StudyBlock
 
 
 def context_sentences(query: Query, context_left: int, context_right: int) -> tuple[list[str], list[str]]:
@@ -240,12 +241,15 @@ def study_export_rows(study: Study) -> Iterator[dict]:
     """Staff export, one row per item in study order: the query, candidates (passage external
     ids in display order), the gold candidate (proxy items), where each candidate came from
     (its best source), the item's role and its expected answer (gold and qualification items of
-    label kinds), and for pooled relevance items every source that found the pair.
+    label kinds), and for label items every source that found the pair (a relevance study's
+    pool, a quotability study's parameters).
 
     Streams at any study size: items and candidates come as two cursors in the same order and
     are merged here, so memory holds one chunk and no query lists every item's id (SQLite
     refuses such a list beyond about a thousand ids: "Expression tree is too large")."""
+    pooled = pair_sources(study) if study.kind == Study.Kind.RELEVANCE else iter(())
     all_sources = (study.parameters or {}).get("sources", {})
+    next_pooled = next(pooled, None)
     items = (
         Item.objects.filter(study=study)
         .order_by("position", "id")
@@ -275,6 +279,9 @@ def study_export_rows(study: Study) -> Iterator[dict]:
         if study.kind != Study.Kind.PROXY:
             row["expected"] = expected
             row["all_sources"] = all_sources.get(str(item_id), [])
+            if next_pooled is not None and next_pooled[0] == item_id:
+                row["all_sources"] = next_pooled[1]
+                next_pooled = next(pooled, None)
         yield row
 
 
@@ -418,3 +425,134 @@ def answer_fields(judgment: Judgment) -> dict:
         "rubric": judgment.rubric,
         "rationale": judgment.rationale,
     }
+
+
+# --- pools: how each pair entered (staff) --------------------------------------------------------------------------
+
+
+def pair_sources(study: Study) -> Iterator[tuple[int, list[dict]]]:
+    """(item id, every source of its pair) for the pooled items of the study, in item order:
+    each run's rank as {"run", "rank"} in the order the runs were pooled, then {"pool": position}
+    for a pair from the query's own pool. Streams (two cursors, merged), like the exports."""
+    pairs = (
+        PooledPair.objects.filter(pool__study=study, item__isnull=False)
+        .order_by("item__position", "item_id")
+        .values_list("pk", "item_id", "pool_position")
+        .iterator(2000)
+    )
+    hits = (
+        PoolHit.objects.filter(pair__pool__study=study, pair__item__isnull=False)
+        .order_by("pair__item__position", "pair__item_id", "pk")
+        .values_list("pair_id", "run_id", "rank")
+        .iterator(2000)
+    )
+    pending = next(hits, None)
+    for pair, item, pool_position in pairs:
+        sources = []
+        while pending is not None and pending[0] == pair:
+            sources.append({"run": pending[1], "rank": pending[2]})
+            pending = next(hits, None)
+        if pool_position is not None:
+            sources.append({"pool": pool_position})
+        yield item, sources
+
+
+def pool_summary(study: Study) -> dict | None:
+    """The pool as staff see it: strategy and settings, the runs with what each contributed (pairs
+    it retrieved within the depth, how many of them are drawn; move-to-front: the pairs drawn on
+    its turns and the relevant ones among them), how much of the budget is used, and for
+    move-to-front the priorities and the turn. None for a study without a pool."""
+    pool = Pool.objects.filter(study=study).first()
+    if pool is None:
+        return None
+    pairs = PooledPair.objects.filter(pool=pool)
+    drawn = pairs.filter(item__isnull=False)
+    per_run = defaultdict(lambda: {"retrieved": 0, "drawn": 0, "extension": 0})
+    for run, extension, item in PoolHit.objects.filter(pair__pool=pool).values_list(
+        "run_id", "extension", "pair__item_id"
+    ):
+        entry = per_run[run]
+        entry["retrieved"] += 1
+        entry["drawn"] += item is not None
+        entry["extension"] = extension
+    adaptive = pool.strategy == Pool.Strategy.MTF
+    turns = Counter(drawn.exclude(drawn_from=None).values_list("drawn_from_id", flat=True))
+    relevant = Counter(drawn.filter(relevant=True).values_list("drawn_from_id", flat=True))
+    runs = {run.pk: run for run in Run.objects.filter(pk__in=pool.runs).select_related("retriever")}
+    summary = {
+        "strategy": pool.strategy,
+        "depth": pool.depth,
+        "budget": pool.budget,
+        "budget_per_query": pool.budget_per_query,
+        "queries": len(pool.queries),
+        "pairs": pairs.count(),
+        "drawn": drawn.count(),
+        "extensions": pool.extensions,
+        "runs": [
+            {
+                "run": run,
+                "name": _run_name(runs.get(run)),
+                **per_run[run],
+                **({"turns": turns[run], "relevant_found": relevant[run]} if adaptive else {}),
+            }
+            for run in pool.runs
+        ],
+    }
+    if pool.strategy == Pool.Strategy.RRF:
+        summary["rrf_k"] = pool.rrf_k
+    if pool.strategy == Pool.Strategy.RBP:
+        summary["rbp_p"] = pool.rbp_p
+    if adaptive:
+        summary |= {"lookahead": pool.lookahead, "decided": drawn.exclude(decided=None).count(), "state": pool.state}
+    return summary
+
+
+def _run_name(run: Run | None) -> str | None:
+    if run is None:
+        return None
+    return run.name or run.retriever.name
+
+
+def pool_pairs(study: Study, start: int = 0, stop: int | None = None) -> list[dict]:
+    """The pairs of the study's pool, judged or not, in the strategy's order (undrawn pairs of
+    move-to-front last), `start`:`stop` of them: each with its runs' ranks (and the extension step
+    that recorded each), its place in the query's own pool, fusion score, place in the order,
+    extension step, item, the run whose turn drew it, and the outcome it was decided with."""
+    pairs = list(
+        PooledPair.objects.filter(pool__study=study)
+        .order_by(F("order").asc(nulls_last=True), "pk")
+        .values_list(
+            "pk",
+            "query__external_id",
+            "passage__external_id",
+            "item_id",
+            "score",
+            "order",
+            "extension",
+            "drawn_from_id",
+            "decided",
+            "relevant",
+            "pool_position",
+        )[start:stop]
+    )
+    hits = defaultdict(list)
+    if pairs:
+        page = PoolHit.objects.filter(pair__pool__study=study, pair__in=[pair[0] for pair in pairs])
+        for pair, run, rank, extension in page.values_list("pair_id", "run_id", "rank", "extension"):
+            hits[pair].append({"run": run, "rank": rank, "extension": extension})
+    return [
+        {
+            "query": query,
+            "passage": passage,
+            "item": item,
+            "hits": hits[pk],
+            "pool_position": pool_position,
+            "score": score,
+            "order": order,
+            "extension": extension,
+            "drawn_from": drawn_from,
+            "decided": decided,
+            "relevant": relevant,
+        }
+        for pk, query, passage, item, score, order, extension, drawn_from, decided, relevant, pool_position in pairs
+    ]

@@ -9,7 +9,7 @@ from retrieval.fields import AsciiFloatField, AsciiIntegerField
 from retrieval.models import Collection, Document, Run
 from retrieval.serializers import TrainingParametersSerializer, service_errors_on_fields
 
-from .models import Study
+from .models import Pool, Study
 from .services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
 from .services.studies import MAX_CANDIDATES, MIN_CANDIDATES
 from .services.study_training import DEFAULT_VALIDATION_SHARE, start_study_training
@@ -86,6 +86,13 @@ class StudyCreateSerializer(serializers.Serializer):
     queries = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
     n_queries = AsciiIntegerField(min_value=1, required=False)
     label_schema = serializers.JSONField(required=False)
+    # relevance pools (docs/DESIGN.md, Pools)
+    pool = serializers.ChoiceField(choices=Pool.Strategy.choices, required=False)
+    budget = serializers.IntegerField(min_value=1, required=False, help_text="Most pairs judged in all.")
+    budget_per_query = serializers.IntegerField(min_value=1, required=False, help_text="Most pairs judged per query.")
+    rrf_k = serializers.IntegerField(min_value=0, required=False, help_text="rrf: 1 / (k + rank); default 60.")
+    rbp_p = serializers.FloatField(required=False, help_text="rbp: (1 - p) p^(rank - 1); default 0.8.")
+    lookahead = serializers.IntegerField(min_value=1, required=False, help_text="mtf: pairs kept open; default 1.")
 
     COMMON_FIELDS = (
         "name",
@@ -102,7 +109,18 @@ class StudyCreateSerializer(serializers.Serializer):
     LABEL_FIELDS = ("queries", "n_queries", "label_schema")
     KIND_FIELDS = {
         Study.Kind.PROXY: ("negatives_run", "items", "candidates", "single_sentence", "book"),
-        Study.Kind.RELEVANCE: ("runs", "depth", "use_pools", *LABEL_FIELDS),
+        Study.Kind.RELEVANCE: (
+            "runs",
+            "depth",
+            "use_pools",
+            "pool",
+            "budget",
+            "budget_per_query",
+            "rrf_k",
+            "rbp_p",
+            "lookahead",
+            *LABEL_FIELDS,
+        ),
         Study.Kind.QUOTABILITY: ("run", "selection", "depth", "candidates_from", *LABEL_FIELDS),
     }
     REQUIRED = {Study.Kind.PROXY: ("negatives_run", "items")}
@@ -127,6 +145,14 @@ class StudyCreateSerializer(serializers.Serializer):
         options.setdefault("context_left", 4)
         options.setdefault("context_right", self.DEFAULT_CONTEXT_RIGHT.get(kind, 4))
         return kind, options
+
+
+class PoolExtensionSerializer(serializers.Serializer):
+    """Runs to add to a relevance study's pool (`extend_study`)."""
+
+    runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), many=True, allow_empty=False)
+    budget = serializers.IntegerField(min_value=1, required=False, help_text="Judge up to this many more pairs.")
+    budget_per_query = serializers.IntegerField(min_value=1, required=False, help_text="Raise the budget per query.")
 
 
 class SubmitSerializer(serializers.Serializer):

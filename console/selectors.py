@@ -13,7 +13,7 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Max, Q
 
 from annotation.label_schema import study_schema
-from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study
+from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Pool, Study
 from annotation.selectors import query_display_text, span_target_text
 from annotation.ui_selectors import staff_study_items
 from evaluation.leaderboard_exports import best_means, ranked_run_ids, run_letters, significance_marks
@@ -181,7 +181,9 @@ def study_facts(study: Study) -> dict:
     if study.kind == Study.Kind.PROXY:
         return {}
     schema = study_schema(study)
-    runs = Run.objects.filter(pk__in=study.parameters.get("runs") or []).select_related("retriever")
+    pooled = Pool.objects.filter(study=study).values_list("runs", flat=True).first()  # runs added later too
+    run_ids = pooled if pooled is not None else study.parameters.get("runs") or []
+    runs = Run.objects.filter(pk__in=run_ids).select_related("retriever")
     return {
         "question": schema["question"],
         "scale": schema["scale"],

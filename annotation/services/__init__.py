@@ -8,6 +8,9 @@
 - `validate_answer(study, item, ...)` -> Answer, `is_correct(item, answer)`, `validate_schema(...)`,
   `default_schema(kind)` (labels.py)
 - `import_judgments(study, path)` -> ImportResult (imports.py)
+- pools of relevance studies: `extend_pool(study, runs, budget=...)` -> PoolExtension; the queue's
+  `draw_for_claim` and the item_complete receiver's `record_completion` feed move-to-front
+  (pools.py; the strategies are annotation/pooling.py; import them from there)
 - qualification rounds: `qualification_state(study, annotator)`, `next_question`, `record_answer`
   (qualification.py; next_work and submit_judgment route to them by item role)
 - quality control: `designate_items`, `designate_gold_share`, `gold_accuracy`, `speeds`,

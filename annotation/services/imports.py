@@ -38,6 +38,7 @@ from retrieval.planner import refresh_statistics
 
 from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study, StudyBlock
 from .labels import Answer, validate_answer
+from .pools import settle_completed
 from .queue import clamp_seconds
 
 # The keys of a row that make up a label study's answer (validate_answer's arguments).
@@ -92,6 +93,7 @@ def import_judgments(study: Study, path: str | Path) -> ImportResult:
         users = _existing_users(names)
         _refuse_borrowed_identities(study, new_rows, users, str(path))
         _write(study, new_rows, _with_new_users(names, users), str(path))
+        settle_completed(study)  # an adaptive pool decides the items the file completed
     return ImportResult(imported=len(new_rows), rejected=len(rows) - len(new_rows))
 
 

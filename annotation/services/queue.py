@@ -41,6 +41,7 @@ from ..models import (
 )
 from ..selectors import annotator_item_payload, annotator_progress, finished_payload, item_limit, shown_item
 from .labels import Answer, validate_answer
+from .pools import draw_for_claim
 from .qualification import next_question, qualification_state, record_answer
 
 # Client-reported seconds outside this range are clamped: a day is longer than any honest item.
@@ -175,6 +176,8 @@ def _claim(study: Study, annotator, limit: int | None) -> Assignment | None:
         return None
     expire_stale_claims(study, now)
     needy = hot_queries.claimable_item_ids(study, annotator.pk, limit=CLAIM_CANDIDATES)
+    if not needy:  # an adaptive pool draws its next pair for them (services/pools.py)
+        needy = draw_for_claim(study)
     for item_id in needy:
         lock_rows(Item.objects.filter(pk=item_id))
         slot = free_slot(item_id, study.judgments_per_item)

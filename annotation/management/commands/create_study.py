@@ -3,7 +3,10 @@
 [--claim-minutes 30] [--json]` plus the kind's own options:
 
 - proxy: `--negatives-from RUN_ID --items N [--candidates 3] [--single-sentence] [--book ID]`
-- relevance: `--runs 1,2 [--depth 10] [--use-pools]` (pooled, deduplicated pairs)
+- relevance: `--runs 1,2 [--depth 10] [--use-pools]` (pooled, deduplicated pairs), judged as
+  `--pool depth|rrf|rbp|mtf` chooses (default depth: every pair) under `[--budget N]` judged
+  pairs in all and `[--budget-per-query N]`, with `[--rrf-k 60]`, `[--rbp-p 0.8]` and
+  move-to-front's `[--lookahead 1]`
 - quotability: `--runs RUN_ID [--selection top_non_gold|top_k] [--depth 1]`, or with
   `--multi-select` (the pilot) `[--candidates-from document|pool]`
 - label kinds: `[--queries q1,q2] [--n-queries N]` and the label schema, either `--schema FILE.json`
@@ -20,7 +23,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 
 from annotation.label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
-from annotation.models import Study
+from annotation.models import Pool, Study
 from annotation.services import create_proxy_study, create_quotability_study, create_relevance_study, validate_schema
 from annotation.services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
 from jobs.progress import terminal_progress
@@ -37,6 +40,8 @@ DEFAULT_CONTEXT = {Study.Kind.PROXY: "4/4", Study.Kind.RELEVANCE: "4/4", Study.K
 DEFAULT_JUDGMENTS = {Study.Kind.PROXY: 3, Study.Kind.RELEVANCE: 3, Study.Kind.QUOTABILITY: 5}
 # Options that describe the schema when no --schema file does.
 SCHEMA_OPTIONS = ("scale", "question", "spans", "spans_required", "rubric", "rationale", "multi_select")
+# Options of a relevance study's pool (None: the service's default).
+POOL_OPTIONS = ("pool", "budget", "budget_per_query", "rrf_k", "rbp_p", "lookahead")
 
 
 class Command(JsonCommand):
@@ -68,6 +73,18 @@ class Command(JsonCommand):
         labels.add_argument("--runs", default="", help="Comma-separated run ids whose top hits are judged.")
         labels.add_argument("--depth", type=int, help="Top hits taken per run and query (relevance 10, top_k 1).")
         labels.add_argument("--use-pools", action="store_true", help="Relevance: add each query's whole pool.")
+        pools = parser.add_argument_group("relevance pools (docs/DESIGN.md, Pools)")
+        pools.add_argument(
+            "--pool",
+            choices=[strategy.value for strategy in Pool.Strategy],
+            help="Which pairs are judged: depth (every run's top k, the default), rrf or rbp (fusion order until "
+            "the budget), mtf (move-to-front: runs that yield relevant pairs get more judged).",
+        )
+        pools.add_argument("--budget", type=int, help="Most (query, passage) pairs judged in all.")
+        pools.add_argument("--budget-per-query", type=int, help="Most pairs judged per query.")
+        pools.add_argument("--rrf-k", type=int, help="rrf: the k of 1 / (k + rank) (default 60).")
+        pools.add_argument("--rbp-p", type=float, help="rbp: the persistence p of (1 - p) p^(rank - 1) (default 0.8).")
+        pools.add_argument("--lookahead", type=int, help="mtf: undecided pairs kept open for annotators (default 1).")
         labels.add_argument(
             "--selection",
             choices=QUOTABILITY_SELECTIONS,
@@ -109,6 +126,10 @@ class Command(JsonCommand):
         }
         if options["more_context"] is not None:
             common["more_context"] = options["more_context"]
+        pool = {name: options[name] for name in POOL_OPTIONS if options[name] is not None}
+        if pool and kind != Study.Kind.RELEVANCE:
+            option = "--" + next(iter(pool)).replace("_", "-")
+            raise InputError("a pool is how a relevance study's pairs are chosen", field=option)
         if kind == Study.Kind.PROXY:
             creation = create_proxy_study(**common, **_proxy_options(collection, options))
         else:
@@ -120,7 +141,12 @@ class Command(JsonCommand):
             runs = _runs(options["runs"])
             if kind == Study.Kind.RELEVANCE:
                 creation = create_relevance_study(
-                    **common, **labels, runs=runs, depth=options["depth"] or 10, use_pools=options["use_pools"]
+                    **common,
+                    **labels,
+                    **pool,
+                    runs=runs,
+                    depth=options["depth"] or 10,
+                    use_pools=options["use_pools"],
                 )
             else:
                 if len(runs) > 1:
