@@ -148,12 +148,15 @@ def shown_item(item: Item) -> dict:
 
 def _label_task(study: Study, item: Item) -> dict:
     """What a relevance or quotability item asks, from the study's schema (nothing for proxy
-    items): the question, the values with their display names, the span target with the exact
+    items; a preference item says its shape, question and whether ties and "both bad" are
+    answers): the question, the values with their display names, the span target with the exact
     text its offsets count, the rubric fields, the rationale mode, whether several candidates
     may be selected, and the article title a quotability context comes from."""
     if study.kind == Study.Kind.PROXY:
         return {}
     schema = study_schema(study)
+    if study.kind == Study.Kind.PREFERENCE:
+        return {"preference": {key: schema[key] for key in ("shape", "question", "ties", "bad")}}
     metadata = item.query.metadata if isinstance(item.query.metadata, dict) else {}
     target = schema["spans"]
     return {

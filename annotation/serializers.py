@@ -10,6 +10,7 @@ from retrieval.serializers import TrainingParametersSerializer, service_errors_o
 
 from .models import Study
 from .services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
+from .services.preference_studies import DESIGNS, RULES
 from .services.studies import MAX_CANDIDATES, MIN_CANDIDATES
 from .services.study_training import DEFAULT_VALIDATION_SHARE, start_study_training
 
@@ -85,6 +86,15 @@ class StudyCreateSerializer(serializers.Serializer):
     queries = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
     n_queries = serializers.IntegerField(min_value=1, required=False)
     label_schema = serializers.JSONField(required=False)
+    # preference (also runs, depth, use_pools, queries, n_queries, label_schema: the preference schema)
+    design = serializers.ChoiceField(choices=DESIGNS, required=False)
+    budget = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    rule = serializers.ChoiceField(choices=RULES, required=False)
+    top_k = serializers.IntegerField(min_value=1, required=False)
+    pairings = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    all_pairs_below = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    batch = serializers.IntegerField(min_value=1, required=False)
+    alpha = serializers.FloatField(min_value=0, required=False)
 
     COMMON_FIELDS = (
         "name",
@@ -103,9 +113,24 @@ class StudyCreateSerializer(serializers.Serializer):
         Study.Kind.PROXY: ("negatives_run", "items", "candidates", "single_sentence", "book"),
         Study.Kind.RELEVANCE: ("runs", "depth", "use_pools", *LABEL_FIELDS),
         Study.Kind.QUOTABILITY: ("run", "selection", "depth", "candidates_from", *LABEL_FIELDS),
+        Study.Kind.PREFERENCE: (
+            "runs",
+            "depth",
+            "use_pools",
+            *LABEL_FIELDS,
+            "design",
+            "budget",
+            "rule",
+            "top_k",
+            "pairings",
+            "all_pairs_below",
+            "batch",
+            "alpha",
+        ),
     }
-    REQUIRED = {Study.Kind.PROXY: ("negatives_run", "items")}
-    DEFAULT_JUDGMENTS = {Study.Kind.QUOTABILITY: 5}
+    REQUIRED = {Study.Kind.PROXY: ("negatives_run", "items"), Study.Kind.PREFERENCE: ("design",)}
+    # None: the service's own default (a preference study's depends on its design).
+    DEFAULT_JUDGMENTS = {Study.Kind.QUOTABILITY: 5, Study.Kind.PREFERENCE: None}
     DEFAULT_CONTEXT_RIGHT = {Study.Kind.QUOTABILITY: 0}
 
     def validate(self, attrs):

@@ -751,3 +751,27 @@ def analyze_after_bulk_load() -> None:
     are never committed, so autovacuum never sees them either. Postgres would plan the 10K-item
     study's queries for the near-empty tables earlier tests left (minutes)."""
     refresh_statistics(Query, Passage, Item, ItemCandidate, Hit, Judgment)
+
+
+# --- preference studies (tests/annotation/test_preference_*.py, tests/evaluation/test_preference_*.py) ----
+
+
+def make_preference_collection(n_queries: int = 2, n_passages: int = 6) -> tuple[Collection, Run]:
+    """BEIR-style passages d0.. and queries q0..; one finished run ranking every passage for every
+    query (d0 first), so a study of depth n pools d0..d{n-1}."""
+    collection = make_label_collection(n_queries, n_passages)
+    passages = list(collection.passages.order_by("ordinal"))
+    run = make_scored_run(
+        collection,
+        {query: {p: float(n_passages - i) for i, p in enumerate(passages)} for query in collection.queries.all()},
+    )
+    return collection, run
+
+
+def make_preference_study(*, n_queries: int = 2, n_passages: int = 6, depth: int | None = None, **settings) -> Study:
+    """A preference study built through create_preference_study on make_preference_collection."""
+    from annotation.services import create_preference_study
+
+    collection, run = make_preference_collection(n_queries, n_passages)
+    settings.setdefault("name", f"preference-{next(_sequence)}")
+    return create_preference_study(collection=collection, runs=[run], depth=depth or n_passages, **settings).study
