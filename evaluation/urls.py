@@ -2,8 +2,16 @@
 
 from django.urls import path
 
-from evaluation.api import RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
-from evaluation.views import RunComparisonPage, StudyReportPage
+from evaluation.api import (
+    PreferenceComparisonAPI,
+    PreferenceQrelsAPI,
+    PreferenceRunAPI,
+    PreferenceScoresAPI,
+    RunComparisonAPI,
+    StudyQrelsAPI,
+    StudyReportAPI,
+)
+from evaluation.views import PreferenceScoresPage, RunComparisonPage, StudyReportPage, preference_run
 
 app_name = "evaluation"
 
@@ -13,4 +21,14 @@ urlpatterns = [
     path("api/studies/<id:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
     path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
     path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
+    path("studies/<id:study_id>/preferences/", PreferenceScoresPage.as_view(), name="preference-scores"),
+    path("studies/<id:study_id>/preferences/run/", preference_run, name="preference-run"),
+    path("api/studies/<id:study_id>/preferences/", PreferenceScoresAPI.as_view(), name="api-preference-scores"),
+    path("api/studies/<id:study_id>/preferences/qrels/", PreferenceQrelsAPI.as_view(), name="api-preference-qrels"),
+    path(
+        "api/studies/<id:study_id>/preferences/compare/",
+        PreferenceComparisonAPI.as_view(),
+        name="api-preference-compare",
+    ),
+    path("api/studies/<id:study_id>/preferences/run/", PreferenceRunAPI.as_view(), name="api-preference-run"),
 ]
