@@ -236,7 +236,11 @@ def system_scores(study: Study, answers: Sequence[Answer], model: str, alpha: fl
     names = {run.pk: run.name or str(run) for run in Run.objects.filter(pk__in=run_ids)}
     stand_ins = [
         Answer(
-            answer.query, answer.annotator, tuple(system_of[answer.query, p] for p in answer.passages), answer.groups
+            answer.item,
+            answer.query,
+            answer.annotator,
+            tuple(system_of[answer.query, p] for p in answer.passages),
+            answer.groups,
         )
         for answer in answers
         if answer.groups is not None and all((answer.query, p) in system_of for p in answer.passages)
