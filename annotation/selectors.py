@@ -16,7 +16,7 @@ from retrieval.models import Query
 
 from . import hot_queries
 from .label_schema import matches_expected, study_schema
-from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, Study, StudyBlock
+from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, PreferenceQuery, Study, StudyBlock
 
 
 def context_sentences(query: Query, context_left: int, context_right: int) -> tuple[list[str], list[str]]:
@@ -195,8 +195,15 @@ def annotator_item_payload(assignment: Assignment) -> dict:
 
 
 def finished_payload(study: Study, annotator) -> dict:
-    """Nothing (more) to do for this annotator in this study right now."""
+    """Nothing (more) to do for this annotator in this study right now. `more_coming`: an
+    adaptive preference study adds pairs as answers land, so there may be work again soon."""
+    more_coming = (
+        study.kind == Study.Kind.PREFERENCE
+        and study.status == Study.Status.OPEN
+        and PreferenceQuery.objects.filter(study=study, status=PreferenceQuery.Status.OPEN).exists()
+    )
     return {
+        "more_coming": more_coming,
         "finished": True,
         "study": study.pk,
         "study_name": study.name,

@@ -90,6 +90,11 @@ def _passage(candidate: dict) -> str:
     return f"{candidate['title']}\n{candidate['text']}" if candidate.get("title") else candidate["text"]
 
 
+def _numbered(candidates: list[dict]) -> str:
+    """The candidates as the prompt lists them: "1. text", in display order, a blank line apart."""
+    return "\n\n".join(f"{number}. {_passage(candidate)}" for number, candidate in enumerate(candidates, start=1))
+
+
 def item_prompt(item: Item) -> Prompt:
     """The prompt for one study item, from the annotator's payload of it."""
     payload = shown_item(item)
@@ -101,9 +106,7 @@ def item_prompt(item: Item) -> Prompt:
             {
                 "guidelines": guidelines,
                 "query": shown_query(payload),
-                "candidates": "\n\n".join(
-                    f"{number}. {_passage(candidate)}" for number, candidate in enumerate(candidates, start=1)
-                ),
+                "candidates": _numbered(candidates),
                 "count": str(len(candidates)),
             },
         )
@@ -152,9 +155,7 @@ def _preference_prompt(payload: dict, guidelines: str) -> Prompt:
         {
             "guidelines": guidelines,
             "query": shown_query(payload),
-            "candidates": "\n\n".join(
-                f"{number}. {_passage(candidate)}" for number, candidate in enumerate(candidates, start=1)
-            ),
+            "candidates": _numbered(candidates),
             "count": str(len(candidates)),
             "question": task["question"],
             "answers": ", ".join(spoken[:-1]) + " or " + spoken[-1] if len(spoken) > 1 else spoken[0],

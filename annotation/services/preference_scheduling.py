@@ -17,7 +17,7 @@ import random
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 
-from django.db.models import Max
+from django.db.models import Count, Max, Q
 from django.utils import timezone
 from django.utils.module_loading import import_string
 
@@ -135,6 +135,17 @@ def query_answers(study: Study, query_id: int) -> tuple[list[tuple[list[int], li
     return answers, live
 
 
+def open_items(study: Study, query_id: int) -> int:
+    """How many of the query's items still lack some of their judgments (voided ones not counted)."""
+    live = Count("judgments", filter=Q(judgments__voided=False))
+    return (
+        Item.objects.filter(study=study, query_id=query_id)
+        .annotate(live=live)
+        .filter(live__lt=study.judgments_per_item)
+        .count()
+    )
+
+
 # --- adaptive designs -----------------------------------------------------------------------------------
 
 
@@ -159,6 +170,11 @@ def advance_queries(study: Study, query_ids: Iterable[int]) -> int:
 
 def _advance(study: Study, state: PreferenceQuery) -> int:
     design = design_of(study)
+    # Most answers change nothing: a round still has pairs to judge, or the batch is full. One
+    # count says so before the query's answers are read.
+    waiting = open_items(study, state.query_id)
+    if waiting and (design["rule"] == TOP_K or waiting >= design["batch"] or _room(design, state) == 0):
+        return 0
     answers, live = query_answers(study, state.query_id)
     tallies = pair_tallies(answers)
     needed = study.judgments_per_item

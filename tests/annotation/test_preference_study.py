@@ -9,6 +9,7 @@ import math
 from collections import Counter
 
 import pytest
+from django.core.management.base import CommandError
 
 from annotation.models import Item, ItemCandidate, Judgment, PreferenceQuery, Study
 from annotation.services import claim_next_item, create_preference_study, import_judgments, submit_judgment
@@ -16,7 +17,15 @@ from annotation.services.annotator_actions import undo_last_submission, undoable
 from annotation.services.preference_designs import TopK, first_stage_pairs
 from annotation.services.queue import SubmissionRejected
 from retrieval.errors import InputError
-from tests.factories import make_annotator, make_preference_collection, make_preference_study, write_jsonl
+from tests.factories import (
+    api_client,
+    call_json_command,
+    make_annotator,
+    make_preference_collection,
+    make_preference_study,
+    make_user,
+    write_jsonl,
+)
 
 pytestmark = pytest.mark.django_db
 
@@ -341,3 +350,74 @@ def test_the_pairs_of_every_query_stay_within_its_pool():
         assert len(pool) == 6
         for item in study.items.filter(query=state.query):
             assert set(candidate_passages(item)) <= pool
+
+
+def test_an_annotator_who_finds_no_pair_open_is_told_more_are_coming_and_gets_the_next_one():
+    from annotation.services import next_work
+
+    study = make_preference_study(n_queries=1, n_passages=4, design="adaptive", rule="informative", budget=3, batch=1)
+    first, second = make_annotator(), make_annotator()
+    held = held_item(study, first)
+    waiting = next_work(study, second)
+    assert waiting["finished"] and waiting["more_coming"]
+    submit_judgment(annotator=first, item=held, position=0)
+    assert next_work(study, second)["finished"] is False
+
+
+# --- the ways in: command, API, staff form ---------------------------------------------------------
+
+
+def test_create_study_makes_a_preference_study_with_the_contracted_options():
+    collection, run = make_preference_collection(2, 6)
+    summary = call_json_command(
+        "create_study",
+        *("--kind", "preference", "--collection", collection.name, "--runs", run.pk, "--depth", 5),
+        *("--design", "adaptive", "--budget", 9, "--top-k", 1, "--name", "by command", "--no-ties"),
+    )
+    study = Study.objects.get(pk=summary["study_id"])
+    assert summary["items"] == study.items.count() > 0 and summary["skipped"] == 0
+    assert study.label_schema["ties"] is False and study.judgments_per_item == 1
+    assert study.parameters["design"]["budget"] == 9
+    with pytest.raises(CommandError, match="needs a design"):
+        call_json_command("create_study", "--kind", "preference", "--collection", collection.name, "--name", "x")
+
+
+def test_the_api_creates_preference_studies_and_refuses_other_kinds_settings():
+    collection, run = make_preference_collection(1, 4)
+    staff = api_client(make_user("boss", staff=True))
+    body = {"kind": "preference", "name": "by api", "collection": collection.name, "runs": [run.pk], "depth": 4}
+    created = staff.post("/api/studies/", {**body, "design": "random", "budget": 3}, format="json")
+    assert created.status_code == 201 and created.json()["items"] == 3
+    assert created.json()["study"]["judgments_per_item"] == 3
+    foreign = staff.post("/api/studies/", {**body, "name": "other", "design": "all-pairs", "items": 3}, format="json")
+    assert foreign.status_code == 400 and "items" in foreign.json()
+    missing = staff.post("/api/studies/", {**body, "name": "third"}, format="json")
+    assert missing.status_code == 400 and "design" in missing.json()
+
+
+def test_the_staff_form_creates_a_preference_study(client):
+    collection, run = make_preference_collection(1, 4)
+    client.force_login(make_user("boss", staff=True))
+    assert client.get("/studies/new/preference/").status_code == 200
+    form = {
+        "name": "by form",
+        "collection": collection.pk,
+        "runs": [run.pk],
+        "depth": 4,
+        "shape": "pairwise",
+        "ties": "on",
+        "design": "adaptive",
+        "budget": 5,
+        "rule": "informative",
+        "top_k": 5,
+        "batch": 2,
+        "seed": 0,
+        "context_left": 4,
+        "context_right": 4,
+        "claim_minutes": 30,
+    }
+    response = client.post("/studies/new/preference/", form)
+    study = Study.objects.get(name="by form")
+    assert response.status_code == 302 and response["Location"] == f"/studies/{study.pk}/"
+    assert study.label_schema["bad"] is False and study.parameters["design"]["rule"] == "informative"
+    assert study.items.count() == 2 and client.get(f"/studies/{study.pk}/").status_code == 200
