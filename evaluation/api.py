@@ -111,7 +111,7 @@ class RunComparisonAPI(APIView):
 SCORE_PARAMETERS = [
     OpenApiParameter("model", OpenApiTypes.STR, enum=["bradley-terry", "plackett-luce", "elo"]),
     OpenApiParameter("alpha", OpenApiTypes.FLOAT, description="choix's regularisation (default 0.01)."),
-    OpenApiParameter("intervals", OpenApiTypes.INT, description="Bootstrap resamples (0: none; default 200)."),
+    OpenApiParameter("intervals", OpenApiTypes.INT, description="Bootstrap resamples (default 0: no intervals)."),
     OpenApiParameter("seed", OpenApiTypes.INT, description="The bootstrap's seed (default 0)."),
 ]
 

@@ -32,13 +32,13 @@ def scores(study: Study, **options) -> dict:
 
 def qrels_lines(study: Study, **options) -> list[str]:
     """The study's preference qrels as TREC lines `qid 0 docid grade` (no intervals computed)."""
-    report = scores(study, resamples=0, **options)
+    report = scores(study, **{**options, "resamples": 0})
     return [f"{query} 0 {passage} {grade}" for query, passage, grade in import_string(PREFERENCE_QRELS)(report)]
 
 
 def human_run(study: Study, name: str | None = None, **options) -> Run:
     """The human ranking stored as a run of kind "human" (one transaction)."""
-    report = scores(study, resamples=0, **options)
+    report = scores(study, **{**options, "resamples": 0})
     with transaction.atomic():
         return import_string(SAVE_HUMAN_RUN)(study, report, name)
 
@@ -64,8 +64,9 @@ MAX_RESAMPLES = 2000
 
 def options_from(params) -> dict:
     """The scoring options a page or the API was given (`model`, `alpha`, `intervals`, `seed`),
-    checked: InputError names the parameter."""
-    options = {}
+    checked: InputError names the parameter. Intervals only when asked for: each resample refits
+    every query (tens of milliseconds a query), too slow to do unasked inside a request."""
+    options = {"resamples": 0}
     if params.get("model"):
         options["model"] = params["model"]
     if params.get("alpha") not in (None, ""):

@@ -19,8 +19,12 @@ def preference_summary_line(report: dict) -> str:
         f'Study {study["id"]} "{study["name"]}": {study["shape"]} preferences, design {plan}; {report["items"]} items, '
         f"{report['judgments']} counted answers ({answers.get('strict', 0)} strict, {answers.get('tie', 0)} with ties, "
         f"{answers.get('both_bad', 0)} both bad). Scores: {report['model']}, alpha {report['alpha']}, "
-        f"{100 * report['intervals']['level']:.0f}% {report['intervals']['method']} "
-        f"({report['intervals']['resamples']} resamples, seed {report['intervals']['seed']})."
+        + (
+            f"{100 * report['intervals']['level']:.0f}% {report['intervals']['method']} "
+            f"({report['intervals']['resamples']} resamples, seed {report['intervals']['seed']})."
+            if report["intervals"]["resamples"]
+            else "No intervals here (preference_scores --intervals N computes them)."
+        )
     )
 
 

@@ -268,7 +268,7 @@ def preference_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dic
     """Everything the preference report shows, JSON-ready (see DESIGN.md's contract)."""
     require_preference_study(study)
     answers = preference_answers(study)
-    scores = preference_scores(study)
+    scores = preference_scores(study, resamples=0)  # intervals: preference_scores, on request
     items = dict(Item.objects.filter(study=study, role=Item.Role.WORK).values_list("pk", "query_id"))
     item_answers = _answers_by_pair_item(answers)
     labels = dict(

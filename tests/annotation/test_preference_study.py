@@ -421,3 +421,19 @@ def test_the_staff_form_creates_a_preference_study(client):
     assert response.status_code == 302 and response["Location"] == f"/studies/{study.pk}/"
     assert study.label_schema["bad"] is False and study.parameters["design"]["rule"] == "informative"
     assert study.items.count() == 2 and client.get(f"/studies/{study.pk}/").status_code == 200
+
+
+def test_every_staff_page_of_a_preference_study_opens(client, tmp_path):
+    study = make_preference_study(n_queries=1, n_passages=4, design="adaptive", top_k=1)
+    annotator = make_annotator()
+    for _ in range(3):
+        item = held_item(study, annotator)
+        submit_judgment(annotator=annotator, item=item, position=prefer_lower_ordinal(item))
+    client.force_login(make_user("boss", staff=True))
+    for path in ("", "quality/", "adjudicate/", "report/", "recruiting/", "preferences/"):
+        response = client.get(f"/studies/{study.pk}/{path}")
+        assert response.status_code == 200, path
+    page = client.get(f"/studies/{study.pk}/").content.decode()
+    assert "Adaptive design" in page and ("chose 1" in page or "chose 2" in page)
+    exported = call_json_command("export_dataset", study.pk, tmp_path / "dataset")
+    assert exported["items"] == study.items.count() and exported["human_answers"] == 3
