@@ -121,7 +121,7 @@ def test_the_scores_api_qrels_comparison_and_run_endpoints(answered):
     staff = api_client(make_user("boss", staff=True))
     scores = staff.get(f"/api/studies/{answered.pk}/preferences/", {"intervals": "20", "model": "elo"})
     assert scores.status_code == 200 and scores.json()["model"] == "elo"
-    qrels = staff.get(f"/api/studies/{answered.pk}/preferences/qrels/")
+    qrels = staff.get(f"/api/studies/{answered.pk}/preferences/qrels/", {"intervals": "5"})
     lines = b"".join(qrels.streaming_content).decode().splitlines()
     assert qrels.status_code == 200 and sorted(line.split()[2] for line in lines) == ["d0", "d1", "d2"]
     run_id = answered.parameters["runs"][0]
