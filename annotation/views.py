@@ -97,7 +97,8 @@ def annotate(request, study_id: int):
     except AnnotationForbidden as refusal:
         return _refused(request, study, refusal)
     finished_redirect = request.session.get(FINISHED_REDIRECTS_SESSION_KEY, {}).get(str(study.pk))
-    if work["finished"] and finished_redirect:
+    # An adaptive preference study with pairs still to come is not finished for a crowd participant.
+    if work["finished"] and finished_redirect and not work.get("more_coming"):
         return redirect(finished_redirect)
     undoable = undoable_submission(study, request.user)
     return render(

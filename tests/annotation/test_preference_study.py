@@ -437,3 +437,17 @@ def test_every_staff_page_of_a_preference_study_opens(client, tmp_path):
     assert "Adaptive design" in page and ("chose 1" in page or "chose 2" in page)
     exported = call_json_command("export_dataset", study.pk, tmp_path / "dataset")
     assert exported["items"] == study.items.count() and exported["human_answers"] == 3
+
+
+def test_a_crowd_participant_is_not_sent_to_the_completion_page_while_pairs_are_still_coming(client):
+    from annotation.views import FINISHED_REDIRECTS_SESSION_KEY
+
+    study = make_preference_study(n_queries=1, n_passages=4, design="adaptive", rule="informative", budget=3, batch=1)
+    held_item(study, make_annotator())  # the one open pair is someone else's
+    participant = make_annotator()
+    client.force_login(participant)
+    session = client.session
+    session[FINISHED_REDIRECTS_SESSION_KEY] = {str(study.pk): "/crowd/somewhere/done/"}
+    session.save()
+    page = client.get(f"/annotate/{study.pk}/")
+    assert page.status_code == 200 and b"come back in a moment" in page.content
