@@ -34,6 +34,7 @@ from .serializers import (
 )
 from .services import (
     SubmissionRejected,
+    create_preference_study,
     create_proxy_study,
     create_quotability_study,
     create_relevance_study,
@@ -57,6 +58,7 @@ STUDY_CREATORS = {
     Study.Kind.PROXY: create_proxy_study,
     Study.Kind.RELEVANCE: create_relevance_study,
     Study.Kind.QUOTABILITY: create_quotability_study,
+    Study.Kind.PREFERENCE: create_preference_study,
 }
 # What an annotator may send as (part of) an answer besides the candidate id.
 ANSWER_KEYS = ("position", "label", "selections", "spans", "rubric", "rationale")

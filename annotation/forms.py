@@ -13,10 +13,15 @@ from retrieval.models import Collection, Document, Run
 
 from .label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
 from .models import PeerReview, Pool
+from .preference_schema import BOTH_BAD, MAX_LIST_SIZE, SHAPES, TIE
+from .services.preference_designs import DEFAULT_ALPHA
+from .services.preference_studies import DEFAULT_BATCH, RULES
 from .services.studies import MAX_CANDIDATES, MAX_CONTEXT_SENTENCES, MAX_JUDGMENTS_PER_ITEM, MIN_CANDIDATES
 
 # The POST names of rubric radio groups: "rubric-<field name>".
 RUBRIC_PREFIX = "rubric-"
+# The POST names of a list item's rank radio groups: "rank-<display position>".
+RANK_PREFIX = "rank-"
 
 
 class RunChoiceField(forms.ModelChoiceField):
@@ -463,6 +468,103 @@ class ExtendPoolForm(ServiceErrorsMixin, forms.Form):
         )
 
 
+class PreferenceStudyForm(StudyBasicsForm, QualitySettingsForm):
+    """The settings of `create_preference_study`: where the pools come from, the design and what
+    an item asks (the preference schema). Quality control offers what a preference study can
+    use: speed flags (gold and qualification items need known answers, which preferences lack)."""
+
+    runs = RunsChoiceField(
+        queryset=finished_runs(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Their top passages, pooled per query, are the candidates compared.",
+    )
+    depth = forms.IntegerField(min_value=1, initial=10, label="Top k of each run")
+    use_pools = forms.BooleanField(required=False, label="Add each query's own pool")
+    n_queries = forms.IntegerField(
+        min_value=1, required=False, label="Number of queries", help_text="Empty: every query with a pool."
+    )
+    shape = forms.ChoiceField(choices=[(shape, shape) for shape in SHAPES], initial="pairwise", label="Items show")
+    list_size = forms.IntegerField(
+        min_value=3, max_value=MAX_LIST_SIZE, required=False, label="Candidates per list", help_text="Lists only."
+    )
+    ties = forms.BooleanField(required=False, initial=True, label="Allow “tie” answers")
+    bad = forms.BooleanField(required=False, initial=True, label="Allow “both bad” answers")
+    question = forms.CharField(
+        max_length=500, required=False, help_text="Shown to annotators; empty: the default question."
+    )
+    design = forms.ChoiceField(
+        choices=[
+            ("all-pairs", "All pairs of each pool"),
+            ("random", "A random subset (budget per query)"),
+            ("adaptive", "Adaptive: pairs chosen as judgments land"),
+        ],
+        initial="all-pairs",
+    )
+    budget = forms.IntegerField(
+        min_value=1, required=False, help_text="Pairs (or lists) per query: random and adaptive designs."
+    )
+    rule = forms.ChoiceField(
+        choices=[
+            ("top-k", "Top-k preferences (Clarke et al.)"),
+            ("informative", "Least certain pairs (Bradley–Terry)"),
+        ],
+        initial=RULES[0],
+        label="Adaptive rule",
+    )
+    top_k = forms.IntegerField(min_value=1, initial=5, label="Top k to find (top-k rule)")
+    batch = forms.IntegerField(min_value=1, initial=DEFAULT_BATCH, label="Open pairs per query (informative rule)")
+
+    field_order = [
+        "name",
+        "collection",
+        "runs",
+        "depth",
+        "use_pools",
+        "n_queries",
+        "shape",
+        "list_size",
+        "ties",
+        "bad",
+        "question",
+        "design",
+        "budget",
+        "rule",
+        "top_k",
+        "batch",
+        "judgments_per_item",
+        "seed",
+        "context_left",
+        "context_right",
+        "guidelines",
+        "annotators",
+        "claim_minutes",
+        "more_context",
+        *QualitySettingsForm.QUALITY_FIELDS,
+    ]
+    SCHEMA_FIELDS = ("shape", "list_size", "ties", "bad", "question")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["judgments_per_item"].required = False
+        self.fields["judgments_per_item"].initial = None
+        self.fields["judgments_per_item"].help_text = "Empty: 1 for the adaptive design, 3 for the others."
+
+    def study_settings(self) -> dict:
+        data = self.cleaned_data
+        settings = {name: value for name, value in super().study_settings().items() if name not in self.SCHEMA_FIELDS}
+        schema = {"shape": data["shape"], "ties": data["ties"], "bad": data["bad"]}
+        if data["list_size"] is not None:
+            schema["list_size"] = data["list_size"]
+        if data["question"].strip():
+            schema["question"] = data["question"].strip()
+        if data["design"] != "adaptive":
+            settings.pop("rule")
+            settings.pop("top_k")
+            settings.pop("batch")
+        return {**settings, "label_schema": schema, "alpha": DEFAULT_ALPHA}
+
+
 class PositionsField(forms.Field):
     """Several 0-based positions (checkboxes of one name). Whether the item shows them is the
     service's question."""
@@ -545,9 +647,13 @@ class JudgmentForm(forms.Form):
     seconds = forms.CharField(required=False)
     unsure = forms.BooleanField(required=False)
 
-    def __init__(self, data, *, proxy: bool):
+    preference = forms.CharField(required=False, max_length=20)
+    both_bad = forms.BooleanField(required=False)
+
+    def __init__(self, data, *, proxy: bool, preference: bool = False):
         super().__init__(data)
         self.proxy = proxy
+        self.preference_study = preference
 
     def clean_choice(self):
         choice = self.cleaned_data["choice"]
@@ -568,6 +674,25 @@ class JudgmentForm(forms.Form):
         except InputError:
             raise forms.ValidationError("The marked spans could not be read; mark them again.") from None
 
+    def preference_answer(self) -> dict:
+        """A pair's radio (a position, "tie" or "both_bad"), or a list's rank radios
+        (`rank-<position>`) and its "none is good" box, as the service's arguments (positions and
+        ranks as posted: the service checks them)."""
+        chosen = self.cleaned_data["preference"]
+        if self.cleaned_data["both_bad"] or chosen == BOTH_BAD:
+            return {"label": BOTH_BAD}
+        if chosen == TIE:
+            return {"label": TIE}
+        if chosen:
+            return {"position": chosen}
+        positions = [key.removeprefix(RANK_PREFIX) for key in self.data if key.startswith(RANK_PREFIX)]
+        if not positions:
+            return {}
+        if not all(position.isdigit() and int(position) < MAX_LIST_SIZE for position in positions):
+            return {"label": {"ranks": []}}
+        size = max(int(position) for position in positions) + 1
+        return {"label": {"ranks": [self.data.get(f"{RANK_PREFIX}{index}") for index in range(size)]}}
+
     def rubric(self) -> dict[str, str]:
         """The rubric radios answered, by field name (values as posted: the service checks them)."""
         return {
@@ -579,6 +704,8 @@ class JudgmentForm(forms.Form):
         data = self.cleaned_data
         if self.proxy:
             return {"position": data["choice"], "unsure": data["unsure"]}
+        if self.preference_study:
+            return {**self.preference_answer(), "unsure": data["unsure"]}
         return {
             "unsure": data["unsure"],
             "label": data["label"],

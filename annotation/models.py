@@ -18,6 +18,7 @@ class Study(models.Model):
         PROXY = "proxy", "Proxy: which candidate fills the masked quotation"
         RELEVANCE = "relevance", "Relevance labels"
         QUOTABILITY = "quotability", "Quotability ratings"
+        PREFERENCE = "preference", "Preferences: which candidate is better"
 
     class Status(models.TextChoices):
         OPEN = "open", "Open for annotation"
@@ -462,3 +463,37 @@ class Adjudication(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_at = models.DateTimeField(auto_now_add=True)
+
+
+class PreferenceQuery(models.Model):
+    """One query of a preference study whose pairs are chosen as judgments land (an adaptive
+    design): its pool, how far the procedure has gone and what it found. Rows are locked while a
+    judgment advances them (annotation.services.preference_scheduling), so two annotators finishing
+    a stage at once open the next stage once, and the budget is counted under the lock."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Asking"
+        DONE = "done", "Finished"
+        BUDGET = "budget", "Stopped: budget spent"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="preference_queries")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    pool = models.JSONField(default=list, help_text="Passage ids of the query's candidates, in the seeded pool order.")
+    contenders = models.JSONField(default=list, help_text="Passage ids still in contention (top-k procedure).")
+    stage = models.PositiveIntegerField(default=0, help_text="Stages opened so far (top-k procedure).")
+    stage_pairs = models.JSONField(
+        default=list, help_text="The current stage's pairs [[passage id, passage id], ...], smaller id first."
+    )
+    stage_cut = models.BooleanField(default=False, help_text="The current stage was cut short by the budget.")
+    pairs = models.PositiveIntegerField(default=0, help_text="Pairs materialised as items so far (the budget's count).")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    found = models.JSONField(default=list, help_text="The procedure's top passages, best first: [[passage id, wins]].")
+    moved_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When judgments last chose new pairs (answers before it may no longer be undone).",
+    )
+
+    class Meta:
+        ordering = ["study_id", "pk"]
+        constraints = [models.UniqueConstraint(fields=["study", "query"], name="preference_query_unique")]

@@ -17,7 +17,19 @@ from retrieval.models import Query, Run
 
 from . import hot_queries
 from .label_schema import matches_expected, study_schema
-from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, Pool, PooledPair, PoolHit, Study, StudyBlock
+from .models import (
+    Assignment,
+    Item,
+    ItemCandidate,
+    ItemFlag,
+    Judgment,
+    Pool,
+    PooledPair,
+    PoolHit,
+    PreferenceQuery,
+    Study,
+    StudyBlock,
+)
 
 
 def context_sentences(query: Query, context_left: int, context_right: int) -> tuple[list[str], list[str]]:
@@ -159,12 +171,15 @@ def shown_item(item: Item) -> dict:
 
 def _label_task(study: Study, item: Item) -> dict:
     """What a relevance or quotability item asks, from the study's schema (nothing for proxy
-    items): the question, the values with their display names, the span target with the exact
+    items; a preference item says its shape, question and whether ties and "both bad" are
+    answers): the question, the values with their display names, the span target with the exact
     text its offsets count, the rubric fields, the rationale mode, whether several candidates
     may be selected, and the article title a quotability context comes from."""
     if study.kind == Study.Kind.PROXY:
         return {}
     schema = study_schema(study)
+    if study.kind == Study.Kind.PREFERENCE:
+        return {"preference": {key: schema[key] for key in ("shape", "question", "ties", "bad")}}
     metadata = item.query.metadata if isinstance(item.query.metadata, dict) else {}
     target = schema["spans"]
     return {
@@ -203,8 +218,15 @@ def annotator_item_payload(assignment: Assignment) -> dict:
 
 
 def finished_payload(study: Study, annotator) -> dict:
-    """Nothing (more) to do for this annotator in this study right now."""
+    """Nothing (more) to do for this annotator in this study right now. `more_coming`: an
+    adaptive preference study adds pairs as answers land, so there may be work again soon."""
+    more_coming = (
+        study.kind == Study.Kind.PREFERENCE
+        and study.status == Study.Status.OPEN
+        and PreferenceQuery.objects.filter(study=study, status=PreferenceQuery.Status.OPEN).exists()
+    )
     return {
+        "more_coming": more_coming,
         "finished": True,
         "study": study.pk,
         "study_name": study.name,

@@ -11,6 +11,7 @@ from retrieval.serializers import TrainingParametersSerializer, service_errors_o
 
 from .models import Pool, Study
 from .services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
+from .services.preference_studies import DESIGNS, RULES
 from .services.studies import MAX_CANDIDATES, MIN_CANDIDATES
 from .services.study_training import DEFAULT_VALIDATION_SHARE, start_study_training
 
@@ -86,13 +87,22 @@ class StudyCreateSerializer(serializers.Serializer):
     queries = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
     n_queries = AsciiIntegerField(min_value=1, required=False)
     label_schema = serializers.JSONField(required=False)
-    # relevance pools (docs/DESIGN.md, Pools)
+    # relevance pools (docs/DESIGN.md, Pools) and preference designs: `budget` is judged pairs in all
+    # for a pool, pairs (or lists) per query for a preference study's random or adaptive design
     pool = serializers.ChoiceField(choices=Pool.Strategy.choices, required=False)
-    budget = serializers.IntegerField(min_value=1, required=False, help_text="Most pairs judged in all.")
+    budget = serializers.IntegerField(min_value=1, required=False, allow_null=True)
     budget_per_query = serializers.IntegerField(min_value=1, required=False, help_text="Most pairs judged per query.")
     rrf_k = serializers.IntegerField(min_value=0, required=False, help_text="rrf: 1 / (k + rank); default 60.")
     rbp_p = serializers.FloatField(required=False, help_text="rbp: (1 - p) p^(rank - 1); default 0.8.")
     lookahead = serializers.IntegerField(min_value=1, required=False, help_text="mtf: pairs kept open; default 1.")
+    # preference (also runs, depth, use_pools, queries, n_queries, label_schema: the preference schema)
+    design = serializers.ChoiceField(choices=DESIGNS, required=False)
+    rule = serializers.ChoiceField(choices=RULES, required=False)
+    top_k = serializers.IntegerField(min_value=1, required=False)
+    pairings = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    all_pairs_below = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    batch = serializers.IntegerField(min_value=1, required=False)
+    alpha = serializers.FloatField(min_value=0, required=False)
 
     COMMON_FIELDS = (
         "name",
@@ -122,9 +132,24 @@ class StudyCreateSerializer(serializers.Serializer):
             *LABEL_FIELDS,
         ),
         Study.Kind.QUOTABILITY: ("run", "selection", "depth", "candidates_from", *LABEL_FIELDS),
+        Study.Kind.PREFERENCE: (
+            "runs",
+            "depth",
+            "use_pools",
+            *LABEL_FIELDS,
+            "design",
+            "budget",
+            "rule",
+            "top_k",
+            "pairings",
+            "all_pairs_below",
+            "batch",
+            "alpha",
+        ),
     }
-    REQUIRED = {Study.Kind.PROXY: ("negatives_run", "items")}
-    DEFAULT_JUDGMENTS = {Study.Kind.QUOTABILITY: 5}
+    REQUIRED = {Study.Kind.PROXY: ("negatives_run", "items"), Study.Kind.PREFERENCE: ("design",)}
+    # None: the service's own default (a preference study's depends on its design).
+    DEFAULT_JUDGMENTS = {Study.Kind.QUOTABILITY: 5, Study.Kind.PREFERENCE: None}
     DEFAULT_CONTEXT_RIGHT = {Study.Kind.QUOTABILITY: 0}
 
     def validate(self, attrs):

@@ -17,6 +17,7 @@ from django.db.models import Count, Q
 
 from .label_schema import study_schema
 from .models import AnnotatorFlag, Assignment, Item, ItemCandidate, Judgment, PeerReview, Study, StudyBlock
+from .preference_schema import describe_preference
 from .selectors import (
     MASK_MARK,
     annotator_progress,
@@ -86,9 +87,44 @@ def annotation_page(work: dict, study: Study) -> dict:
         "query_segments": masked_text_segments(work["query_text"]) if work["query_text"] else [],
         "keys_hint": _keys_hint(len(candidates)),
     }
-    if study.kind != Study.Kind.PROXY:
+    if study.kind == Study.Kind.PREFERENCE:
+        page["preference"] = preference_task(page)
+    elif study.kind != Study.Kind.PROXY:
         page["task"] = label_task(page, study)
     return page
+
+
+# A pair's answers besides the two candidates, with their keys.
+TIE_KEY, BOTH_BAD_KEY = "t", "b"
+
+
+def preference_task(work: dict) -> dict:
+    """A preference item as the page lays it out: the candidates keyed 1, 2, ... (a pair's radio
+    picks one; a list's candidates each get rank radios 1..n, keyed by rank), the tie and
+    "both bad" answers where the study allows them, and the keys to explain."""
+    task, candidates = work["preference"], work["candidates"]
+    listwise = task["shape"] == "listwise"
+    ranks = [str(rank) for rank in range(1, len(candidates) + 1)] if listwise else []
+    if listwise:
+        legend = [
+            {"keys": _keys_hint(len(candidates)), "action": "rank the passage in the frame (the next one follows)"},
+            {"keys": "Tab", "action": "next passage (Shift+Tab: back)"},
+        ]
+    else:
+        legend = [{"keys": " / ".join(c["key"] for c in candidates), "action": "the better passage"}]
+        if task["ties"]:
+            legend.append({"keys": TIE_KEY, "action": "tie"})
+    if task["bad"]:
+        legend.append({"keys": BOTH_BAD_KEY, "action": "none is good" if listwise else "both bad"})
+    legend.append({"keys": "Enter", "action": "submit"})
+    return {
+        **task,
+        "listwise": listwise,
+        "ranks": ranks,
+        "tie_key": TIE_KEY,
+        "both_bad_key": BOTH_BAD_KEY,
+        "keys": legend,
+    }
 
 
 def label_task(work: dict, study: Study) -> dict:
@@ -287,7 +323,7 @@ def staff_study_items(study: Study, items: Sequence[Item]) -> list[dict]:
                 "judgment": judgment,
                 "option": judgment.choice.position + 1 if judgment.choice else None,
                 "answer": describe_answer(study, schema, label=judgment.label, selections=judgment.selections),
-                "correct": judgment.choice.is_gold if judgment.choice else None,
+                "correct": judgment.choice.is_gold if judgment.choice and study.kind == Study.Kind.PROXY else None,
             }
         )
     candidates_by_item = defaultdict(list)
@@ -361,6 +397,8 @@ def describe_answer(study: Study, schema: dict, *, position=None, label=None, se
     """An answer in the words of the page: "option 2", "paragraphs 1, 3", "2 · Highly relevant"."""
     if study.kind == Study.Kind.PROXY:
         return "—" if position is None else f"option {position + 1}"
+    if study.kind == Study.Kind.PREFERENCE:
+        return describe_preference(label)
     if schema["multi_select"]:
         chosen = list(selections or [])
         return (

@@ -28,6 +28,7 @@ from .forms import (
     ItemActionForm,
     JudgmentForm,
     PeerVerdictForm,
+    PreferenceStudyForm,
     ProxyStudyForm,
     QuotabilityStudyForm,
     RelevanceStudyForm,
@@ -36,6 +37,7 @@ from .models import AnnotatorFlag, Item, PeerReview, Study
 from .services import (
     AnnotationForbidden,
     SubmissionRejected,
+    create_preference_study,
     create_proxy_study,
     create_quotability_study,
     create_relevance_study,
@@ -95,7 +97,8 @@ def annotate(request, study_id: int):
     except AnnotationForbidden as refusal:
         return _refused(request, study, refusal)
     finished_redirect = request.session.get(FINISHED_REDIRECTS_SESSION_KEY, {}).get(str(study.pk))
-    if work["finished"] and finished_redirect:
+    # An adaptive preference study with pairs still to come is not finished for a crowd participant.
+    if work["finished"] and finished_redirect and not work.get("more_coming"):
         return redirect(finished_redirect)
     undoable = undoable_submission(study, request.user)
     return render(
@@ -197,7 +200,9 @@ def _refused(request, study: Study, refusal: AnnotationForbidden):
 
 
 def _submit(request, study: Study) -> None:
-    form = JudgmentForm(request.POST, proxy=study.kind == Study.Kind.PROXY)
+    form = JudgmentForm(
+        request.POST, proxy=study.kind == Study.Kind.PROXY, preference=study.kind == Study.Kind.PREFERENCE
+    )
     if not form.is_valid():
         for errors in form.errors.values():
             messages.error(request, " ".join(errors))
@@ -227,6 +232,7 @@ STUDY_KINDS = {
     Study.Kind.PROXY: (ProxyStudyForm, create_proxy_study),
     Study.Kind.RELEVANCE: (RelevanceStudyForm, create_relevance_study),
     Study.Kind.QUOTABILITY: (QuotabilityStudyForm, create_quotability_study),
+    Study.Kind.PREFERENCE: (PreferenceStudyForm, create_preference_study),
 }
 
 

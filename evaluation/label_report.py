@@ -88,9 +88,10 @@ class LabelData:
 
 
 def require_label_study(study: Study) -> None:
-    if study.kind == Study.Kind.PROXY:
+    if study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE):
         raise InputError(
-            f"study {study.pk} is a proxy study; this report covers relevance and quotability studies", field="study"
+            f"study {study.pk} is a {study.kind} study; this report covers relevance and quotability studies",
+            field="study",
         )
 
 

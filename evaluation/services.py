@@ -1,8 +1,8 @@
 """Study reports. `study_report` picks the report of the study's kind: proxy studies get
 agreement, human and model accuracy with confidence intervals, paired tests and the item lists
 used for error analysis (RELiC Tables 5 and A4), written here; relevance and quotability
-studies get `evaluation.label_report`. `evaluation.reports.cached_study_report` serves either from
-the cache.
+studies get `evaluation.label_report`, preference studies `evaluation.preference_report`.
+`evaluation.reports.cached_study_report` serves any of them from the cache.
 
 Proxy positions are the 0-based display positions of the candidates; the Fleiss category is the
 position, because every item has its own candidates.
@@ -22,6 +22,7 @@ from evaluation import agreement
 from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import proxy_judges
 from evaluation.label_report import label_study_report
+from evaluation.preference_report import preference_study_report
 from evaluation.reports import cached_study_report
 from evaluation.selectors import (
     ItemLabel,
@@ -223,6 +224,8 @@ def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     """The report of the study's kind, as a JSON-ready dict."""
     if study.kind == Study.Kind.PROXY:
         return proxy_study_report(study, model_runs)
+    if study.kind == Study.Kind.PREFERENCE:
+        return preference_study_report(study, model_runs)
     return label_study_report(study, model_runs)
 
 

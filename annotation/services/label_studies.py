@@ -235,9 +235,9 @@ def qrel_label(item: Item):
     scale any positive relevance is 1 and any other 0. No qrel for the pair: None (unjudged is
     not "not relevant"). Multi-select: the positions of the candidates with positive relevance,
     when the query has qrels at all."""
-    schema = study_schema(item.study)
-    if item.study.kind == Study.Kind.PROXY:
+    if item.study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE):
         return None
+    schema = study_schema(item.study)
     relevance = dict(Qrel.objects.filter(query=item.query).values_list("passage_id", "relevance"))
     if schema["multi_select"]:
         if not relevance:

@@ -9,6 +9,11 @@
  * groups and the rationale box; arrow keys move within the active group; Enter submits, and
  * Ctrl+Enter does so from inside the rationale box (Escape leaves it).
  *
+ * Preference items use the same groups: a pair is one group (1, 2, t for a tie, b for both
+ * bad); a list gives each passage a group of rank keys 1..n, and picking a rank by its key moves
+ * on to the next passage (data-advance). A group with data-unless="ID" is not required once
+ * the box ID ("none is good") is ticked; a form with data-strict-ranks refuses equal ranks.
+ *
  * Spans: select text in a marked text (data-span-target) with the mouse, then press m (or the
  * "Mark selection" button). Spans are character offsets into that element's text, which is the
  * stored text itself: highlights only wrap parts of it, they never change it.
@@ -426,7 +431,18 @@
     if (event.key.length !== 1) return;
     if (event.key.toLowerCase() === MARK_KEY && state.spanTexts.length) { event.preventDefault(); markSelection(); return; }
     var option = optionForKey(event.key);
-    if (option) { event.preventDefault(); pick(option); }
+    if (option) { event.preventDefault(); pick(option); advanceFrom(option.closest(".key-group")); }
+  }
+
+  /* After a rank picked by its key, the next passage of the list becomes the active group. */
+  function advanceFrom(group) {
+    var list = groups();
+    var next = list[list.indexOf(group) + 1];
+    if (group.dataset.advance !== "true" || !next || next.dataset.advance !== "true") return;
+    activate(list.indexOf(next));
+    var focusable = inputsOf(next).find(function (input) { return input.checked; }) || inputsOf(next)[0];
+    if (focusable) focusable.focus({ preventScroll: true });
+    next.scrollIntoView({ block: "nearest" });
   }
 
   /* ---- submitting ---------------------------------------------------------------------------- */
@@ -452,9 +468,15 @@
    * required rationale some text, required spans at least one span. The server checks again. */
   function missingPart(f) {
     var unanswered = groups().find(function (group) {
+      var excused = group.dataset.unless && document.getElementById(group.dataset.unless);
+      if (excused && excused.checked) return false;
       return group.dataset.required === "true" && !inputsOf(group).some(function (input) { return input.checked; });
     });
     if (unanswered) return unanswered.dataset.missing;
+    if (f.dataset.strictRanks === "true" && !(document.getElementById("preference-none-good") || {}).checked) {
+      var ranks = all(f, ".rank-field input:checked").map(function (input) { return input.value; });
+      if (new Set(ranks).size !== ranks.length) return "Each passage needs its own rank: this study allows no ties.";
+    }
     var box = rationale();
     if (box && box.required && !box.value.trim()) return "Write a short rationale first.";
     if (f.elements.spans && f.dataset.spansRequired === "true" && JSON.parse(f.elements.spans.value || "[]").length === 0) {

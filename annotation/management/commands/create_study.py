@@ -1,4 +1,4 @@
-"""`create_study --kind proxy|relevance|quotability --collection NAME --name NAME [--seed S]
+"""`create_study --kind proxy|relevance|quotability|preference --collection NAME --name NAME [--seed S]
 [--judgments-per-item N] [--context L/R] [--guidelines-file F] [--annotators a,b]
 [--claim-minutes 30] [--json]` plus the kind's own options:
 
@@ -12,10 +12,16 @@
 - label kinds: `[--queries q1,q2] [--n-queries N]` and the label schema, either `--schema FILE.json`
   or `--scale binary|graded-0-2|graded-0-3|0-10 [--question TEXT] [--spans query|passage
   [--spans-required]] [--rubric FILE.json] [--rationale none|optional|required] [--multi-select]`
+- preference: `--runs 1,2 [--depth 10] [--use-pools] [--queries ...] [--n-queries N]
+  --design all-pairs|random|adaptive [--budget N] [--rule top-k|informative] [--top-k 5]
+  [--pairings P] [--all-pairs-below F] [--batch 2] [--alpha 0.01] [--shape pairwise|listwise]
+  [--list-size 4] [--no-ties] [--no-both-bad] [--question TEXT]` or `--schema FILE.json` (the
+  preference schema, annotation/preference_schema.py)
 
 -> `study_id`, `items`, `skipped` (how many queries could not be made into items) and
-`skipped_queries` (which, and why). Defaults: 3 judgments per item (5 for quotability), context
-4/4 (4/0 for quotability: the annotator reads what comes before the quotation)."""
+`skipped_queries` (which, and why). Defaults: 3 judgments per item (5 for quotability; 1 for an
+adaptive preference design), context 4/4 (4/0 for quotability: the annotator reads what comes
+before the quotation)."""
 
 import argparse
 from pathlib import Path
@@ -24,8 +30,17 @@ from django.contrib.auth import get_user_model
 
 from annotation.label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
 from annotation.models import Pool, Study
-from annotation.services import create_proxy_study, create_quotability_study, create_relevance_study, validate_schema
+from annotation.preference_schema import SHAPES, validate_preference_schema
+from annotation.services import (
+    create_preference_study,
+    create_proxy_study,
+    create_quotability_study,
+    create_relevance_study,
+    validate_schema,
+)
 from annotation.services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
+from annotation.services.preference_designs import DEFAULT_ALPHA
+from annotation.services.preference_studies import DEFAULT_BATCH, DESIGNS, RULES
 from jobs.progress import terminal_progress
 from retrieval.errors import InputError
 from retrieval.input_rules import load_json, read_text
@@ -36,8 +51,19 @@ from retrieval.selectors import get_run
 from retrieval.services.runs import parse_context
 from retrieval.wording import counted
 
-DEFAULT_CONTEXT = {Study.Kind.PROXY: "4/4", Study.Kind.RELEVANCE: "4/4", Study.Kind.QUOTABILITY: "4/0"}
-DEFAULT_JUDGMENTS = {Study.Kind.PROXY: 3, Study.Kind.RELEVANCE: 3, Study.Kind.QUOTABILITY: 5}
+DEFAULT_CONTEXT = {
+    Study.Kind.PROXY: "4/4",
+    Study.Kind.RELEVANCE: "4/4",
+    Study.Kind.QUOTABILITY: "4/0",
+    Study.Kind.PREFERENCE: "4/4",
+}
+# Preference studies choose theirs by design (create_preference_study).
+DEFAULT_JUDGMENTS = {
+    Study.Kind.PROXY: 3,
+    Study.Kind.RELEVANCE: 3,
+    Study.Kind.QUOTABILITY: 5,
+    Study.Kind.PREFERENCE: None,
+}
 # Options that describe the schema when no --schema file does.
 SCHEMA_OPTIONS = ("scale", "question", "spans", "spans_required", "rubric", "rationale", "multi_select")
 # Options of a relevance study's pool (None: the service's default).
@@ -80,7 +106,12 @@ class Command(JsonCommand):
             help="Which pairs are judged: depth (every run's top k, the default), rrf or rbp (fusion order until "
             "the budget), mtf (move-to-front: runs that yield relevant pairs get more judged).",
         )
-        pools.add_argument("--budget", type=int, help="Most (query, passage) pairs judged in all.")
+        pools.add_argument(
+            "--budget",
+            type=int,
+            help="Relevance: most (query, passage) pairs judged in all. Preference: pairs (lists) per query of "
+            "the random and adaptive designs.",
+        )
         pools.add_argument("--budget-per-query", type=int, help="Most pairs judged per query.")
         pools.add_argument("--rrf-k", type=int, help="rrf: the k of 1 / (k + rank) (default 60).")
         pools.add_argument("--rbp-p", type=float, help="rbp: the persistence p of (1 - p) p^(rank - 1) (default 0.8).")
@@ -107,6 +138,22 @@ class Command(JsonCommand):
         labels.add_argument("--rubric", type=Path, help="JSON file: a list of rubric fields {name, values, labels}.")
         labels.add_argument("--rationale", choices=RATIONALE_MODES, help="Ask for a written rationale.")
         labels.add_argument("--multi-select", action="store_true", help="Quotability pilot: select all quotable ones.")
+        preference = parser.add_argument_group("preference studies (also --runs, --depth, --use-pools, --queries)")
+        preference.add_argument("--design", choices=DESIGNS, help="All pairs, a random subset, or adaptive.")
+        preference.add_argument("--rule", choices=RULES, default=RULES[0], help="Adaptive: which pairs come next.")
+        preference.add_argument("--top-k", type=int, default=5, help="Top-k rule: how many best passages to find.")
+        preference.add_argument("--pairings", type=int, help="Top-k rule: first-stage pairings (default max(7, 2k-1)).")
+        preference.add_argument(
+            "--all-pairs-below", type=int, help="Top-k rule: all pairs from this many (pairings+2)."
+        )
+        preference.add_argument(
+            "--batch", type=int, default=DEFAULT_BATCH, help="Informative rule: open pairs a query."
+        )
+        preference.add_argument("--alpha", type=float, default=DEFAULT_ALPHA, help="Informative rule: choix's alpha.")
+        preference.add_argument("--shape", choices=SHAPES, help="Pairs (default) or lists to put in order.")
+        preference.add_argument("--list-size", type=int, help="Candidates per list (3-6, default 4).")
+        preference.add_argument("--no-ties", action="store_true", help="Refuse 'tie' answers.")
+        preference.add_argument("--no-both-bad", action="store_true", help="Refuse 'both bad' answers.")
 
     def run(self, **options):
         kind = options["kind"]
@@ -126,12 +173,16 @@ class Command(JsonCommand):
         }
         if options["more_context"] is not None:
             common["more_context"] = options["more_context"]
-        pool = {name: options[name] for name in POOL_OPTIONS if options[name] is not None}
+        # --budget is also a preference design's budget per query (_preference_options).
+        shared = ("budget",) if kind == Study.Kind.PREFERENCE else ()
+        pool = {name: options[name] for name in POOL_OPTIONS if options[name] is not None and name not in shared}
         if pool and kind != Study.Kind.RELEVANCE:
             option = "--" + next(iter(pool)).replace("_", "-")
             raise InputError("a pool is how a relevance study's pairs are chosen", field=option)
         if kind == Study.Kind.PROXY:
             creation = create_proxy_study(**common, **_proxy_options(collection, options))
+        elif kind == Study.Kind.PREFERENCE:
+            creation = create_preference_study(**common, **_preference_options(options))
         else:
             labels = {
                 "queries": _names(options["queries"]) or None,
@@ -182,6 +233,48 @@ def _proxy_options(collection, options) -> dict:
         "single_sentence": options["single_sentence"],
         "book": _book(collection, options["book"]),
     }
+
+
+def _preference_options(options) -> dict:
+    if options["design"] is None:
+        raise InputError("a preference study needs a design: all-pairs, random or adaptive", field="--design")
+    return {
+        "runs": _runs(options["runs"]),
+        "depth": options["depth"] or 10,
+        "use_pools": options["use_pools"],
+        "queries": _names(options["queries"]) or None,
+        "n_queries": options["n_queries"],
+        "design": options["design"],
+        "budget": options["budget"],
+        "rule": options["rule"],
+        "top_k": options["top_k"],
+        "pairings": options["pairings"],
+        "all_pairs_below": options["all_pairs_below"],
+        "batch": options["batch"],
+        "alpha": options["alpha"],
+        "label_schema": _preference_schema(options),
+    }
+
+
+def _preference_schema(options) -> dict:
+    """The preference schema from --schema FILE, else from the preference options."""
+    given = {
+        "shape": options["shape"],
+        "list_size": options["list_size"],
+        "question": options["question"],
+        "ties": False if options["no_ties"] else None,
+        "bad": False if options["no_both_bad"] else None,
+    }
+    given = {key: value for key, value in given.items() if value is not None}
+    path = options["schema"]
+    if path is None:
+        return validate_preference_schema(given)
+    if given:
+        raise InputError("give the schema in the file or as options, not both", field="--schema")
+    try:
+        return validate_preference_schema(_read_json(path))
+    except InputError as exc:
+        raise InputError(exc.message, file=str(path), field=exc.field) from exc
 
 
 def _label_schema(kind: str, options) -> dict:
