@@ -3,8 +3,10 @@
 One JSON object per line: `{"item": id, "annotator": name, "choice": passage external id}` for
 proxy studies; for label studies `"label": value` (or, multi-select, `"selections": [display
 positions]`) with `"spans"`, `"rubric"` and `"rationale"` as the study's schema asks; optionally
-`"seconds"`. Every answer goes through labels.validate_answer, like a web submission. Other keys
-are ignored, so the jsonl that /api/judgments/ exports can be read back.
+`"seconds"`, and `"shown_order"` (the item positions in the order the annotator saw them, as the
+export writes it; absent or null: not recorded). Every answer goes through
+labels.validate_answer, like a web submission. Other keys are ignored, so the jsonl that
+/api/judgments/ exports can be read back.
 
 All or nothing: the first bad row rejects the whole file (InputError naming the file, line and
 field) and nothing is written. A row identical to a judgment already stored (same item,
@@ -66,6 +68,7 @@ class _Row:
     annotator: str
     answer: Answer
     seconds: float | None
+    shown_order: list[int] | None
 
 
 def import_judgments(study: Study, path: str | Path) -> ImportResult:
@@ -139,7 +142,16 @@ def _parse(study: Study, items, path: Path) -> list[_Row]:
             answer = validate_answer(study, item, **_answer_parts(proxy, data, candidates))
         except InputError as exc:
             raise bad(exc.message, exc.field) from exc
-        rows.append(_Row(line_number, item, annotator, answer, _seconds(data.get("seconds"), bad)))
+        rows.append(
+            _Row(
+                line_number,
+                item,
+                annotator,
+                answer,
+                _seconds(data.get("seconds"), bad),
+                _shown_order(data.get("shown_order"), len(candidates), bad),
+            )
+        )
     if not rows:
         raise InputError("the file has no judgments", file=file)
     return rows
@@ -163,6 +175,19 @@ def _seconds(value, bad) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise bad("must be a number of seconds, 0 or more", "seconds")
     return clamp_seconds(value)
+
+
+def _shown_order(value, candidates: int, bad) -> list[int] | None:
+    """A recorded presentation order: every item position of the item's candidates once."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or any(isinstance(position, bool) or not isinstance(position, int) for position in value)
+        or sorted(value) != list(range(candidates))
+    ):
+        raise bad(f"must list the item's candidate positions 0..{candidates - 1}, each once", "shown_order")
+    return value
 
 
 def _answer_parts(proxy: bool, data: dict, candidates: dict[str, ItemCandidate]) -> dict:
@@ -306,6 +331,7 @@ def _place(study: Study, rows: list[_Row], live: list[Assignment], users: dict, 
                 assignment=assignment,
                 **row.answer.judgment_fields(),
                 seconds=row.seconds,
+                shown_order=row.shown_order,
                 source=Judgment.Source.IMPORT,
             )
         )

@@ -60,6 +60,35 @@ def test_create_study_prints_the_summary_as_json():
     assert (study.name, study.context_left, study.context_right, study.seed) == ("cli study", 2, 3, 7)
 
 
+def test_create_study_sets_the_candidate_order_keys_and_auto_advance():
+    collection = make_relic_collection(3)
+    run = make_neighbour_run(collection)
+    summary = call_json_command(
+        "create_study",
+        "--kind",
+        "proxy",
+        "--collection",
+        collection.name,
+        "--negatives-from",
+        run.pk,
+        "--items",
+        3,
+        "--name",
+        "keyed",
+        "--candidate-order",
+        "annotator",
+        "--keys",
+        '{"options": "jkl", "skip": "x"}',
+        "--auto-advance",
+    )
+    study = Study.objects.get(pk=summary["study_id"])
+    assert (study.candidate_order, study.keyboard, study.auto_advance) == (
+        "annotator",
+        {"options": "jkl", "skip": "x"},
+        True,
+    )
+
+
 def test_create_study_reads_guidelines_and_filters(tmp_path):
     collection = make_relic_collection(3)
     run = make_neighbour_run(collection)
@@ -96,6 +125,8 @@ def test_create_study_reads_guidelines_and_filters(tmp_path):
         ({"--context": "four/four"}, "--context"),
         ({"--candidates": "21"}, "candidates"),
         ({"--book": "no-such-book"}, "--book"),
+        ({"--keys": '{"skip": "r"}'}, "--keys.skip"),
+        ({"--keys": "{not json"}, "--keys"),
     ],
 )
 def test_create_study_names_the_bad_option_and_creates_nothing(change, named):
