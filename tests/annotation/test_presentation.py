@@ -214,6 +214,35 @@ def test_a_shuffled_order_says_nothing_about_the_gold():
     assert places == {0, 1, 2, 3}
 
 
+def test_the_page_numbers_candidates_as_shown_and_carries_the_keys_but_no_order():
+    study = apply_presentation(
+        make_relic_proxy_study(2, candidates=3),
+        candidate_order="annotator",
+        keyboard={"options": "jkl", "skip": "x"},
+        auto_advance=True,
+    )
+    annotator = make_annotator()
+    browser = Client()
+    browser.force_login(annotator)
+
+    page = browser.get(f"/annotate/{study.pk}/").content.decode()
+
+    item = int(page.split('name="item" value="')[1].split('"')[0])
+    order = annotator_order(study.seed, item, annotator.pk, 3)
+    by_position = dict(ItemCandidate.objects.filter(item_id=item).values_list("position", "passage__text"))
+    texts = [by_position[position] for position in order]
+    assert [page.index(text) for text in texts] == sorted(page.index(text) for text in texts)
+    for place in range(3):
+        assert f'name="choice" value="{place}" data-key="{"jkl"[place]}"' in page
+    keys = json.loads(page.split('<script id="annotate-keys" type="application/json">')[1].split("</script>")[0])
+    assert keys == {**DEFAULT_KEYS, "options": "jkl", "skip": "x"}
+    assert 'data-auto-advance="true"' in page and "shown_order" not in page and "is_gold" not in page
+    # Posting the place shown stores that candidate.
+    browser.post(f"/annotate/{study.pk}/", {"item": item, "choice": 2})
+    judgment = Judgment.objects.get(annotator=annotator)
+    assert judgment.choice.position == order[2] and judgment.shown_order == order
+
+
 def test_exports_carry_the_order_shown_and_imports_read_it_back(tmp_path):
     from django.core.management import call_command
 
