@@ -63,24 +63,10 @@ def test_create_study_prints_the_summary_as_json():
 def test_create_study_sets_the_candidate_order_keys_and_auto_advance():
     collection = make_relic_collection(3)
     run = make_neighbour_run(collection)
-    summary = call_json_command(
-        "create_study",
-        "--kind",
-        "proxy",
-        "--collection",
-        collection.name,
-        "--negatives-from",
-        run.pk,
-        "--items",
-        3,
-        "--name",
-        "keyed",
-        "--candidate-order",
-        "annotator",
-        "--keys",
-        '{"options": "jkl", "skip": "x"}',
-        "--auto-advance",
-    )
+    page_options = ["--candidate-order", "annotator", "--keys", '{"options": "jkl", "skip": "x"}', "--auto-advance"]
+    proxy_options = ["--collection", collection.name, "--negatives-from", run.pk, "--items", 3]
+    summary = call_json_command("create_study", "--kind", "proxy", *proxy_options, "--name", "keyed", *page_options)
+
     study = Study.objects.get(pk=summary["study_id"])
     assert (study.candidate_order, study.keyboard, study.auto_advance) == (
         "annotator",
