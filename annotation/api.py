@@ -20,12 +20,13 @@ from jobs.serializers import JobSerializer
 from retrieval.input_rules import parse_id
 
 from .exports import CHUNKS, JUDGMENT_FORMATS, judgment_export
-from .models import Item, ItemCandidate, Judgment, Study
-from .selectors import answer_fields, item_flags, pool_pairs, pool_summary, study_overview
+from .models import Item, Judgment, Study
+from .selectors import item_flags, own_answer_fields, pool_pairs, pool_summary, study_overview
 from .serializers import (
     ItemFlagSerializer,
     ItemReferenceSerializer,
     PoolExtensionSerializer,
+    PresentationSerializer,
     StudyCreateSerializer,
     StudySerializer,
     StudyTrainingRequestSerializer,
@@ -52,6 +53,7 @@ from .services.annotator_actions import (
     undoable_submission,
 )
 from .services.pools import extend_pool
+from .services.presentation import apply_presentation, create_with_presentation, presentation_settings
 from .services.qualification import qualification_receipt
 
 STUDY_CREATORS = {
@@ -98,17 +100,12 @@ class SubmitView(APIView):
             raise ValidationError(form.errors)
         data = form.validated_data
         item = _study_item(study_id, data["item"])
-        candidate = None
-        if "candidate" in data:
-            candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
-            if candidate is None:
-                raise ValidationError({"candidate": ["not one of this item's candidates"]})
         answer = {key: data[key] for key in ANSWER_KEYS if key in data}
         try:
             submission = submit_judgment(
                 annotator=request.user,
                 item=item,
-                candidate=candidate,
+                candidate_id=data.get("candidate"),
                 seconds=data.get("seconds"),
                 unsure=data["unsure"],
                 **answer,
@@ -123,7 +120,7 @@ class SubmitView(APIView):
         return Response(
             {
                 "item": item.pk,
-                **answer_fields(judgment),
+                **own_answer_fields(judgment),
                 "unsure": judgment.unsure,
                 "submitted_at": judgment.submitted_at.isoformat(),
                 "created": submission.created,
@@ -257,7 +254,9 @@ class StudyListCreateView(generics.ListCreateAPIView):
         form = StudyCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         kind, options = form.service_arguments()
-        creation = STUDY_CREATORS[kind](**options, created_by=request.user)
+        creation = create_with_presentation(
+            STUDY_CREATORS[kind], presentation=form.presentation(), **options, created_by=request.user
+        )
         body = {**creation.summary(), "study": StudySerializer(creation.study).data}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -310,6 +309,25 @@ class StudyExtendView(APIView):
         form.is_valid(raise_exception=True)
         extension = extend_pool(study, **form.validated_data)
         return Response(extension.summary())
+
+
+class StudyPresentationView(APIView):
+    """Staff: how the annotation page presents the study: the candidate order (fixed once the
+    study has judgments), the keys (only what differs from the defaults is stored and shown)
+    and auto-advance. PATCH changes what it names; a clash is a 400 naming `keyboard.<key>`."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=None, responses={200: PresentationSerializer})
+    def get(self, request, pk):
+        return Response(presentation_settings(get_object_or_404(Study, pk=pk)))
+
+    @extend_schema(request=PresentationSerializer, responses={200: PresentationSerializer})
+    def patch(self, request, pk):
+        study = get_object_or_404(Study, pk=pk)
+        form = PresentationSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        return Response(presentation_settings(apply_presentation(study, **form.validated_data)))
 
 
 class StudyTrainView(APIView):

@@ -13,6 +13,7 @@ urlpatterns = [
     path("annotate/<id:study_id>/context/", api.ContextView.as_view(), name="api-annotate-context"),
     path("studies/", api.StudyListCreateView.as_view(), name="api-studies"),
     path("studies/<id:pk>/", api.StudyDetailView.as_view(), name="api-study"),
+    path("studies/<id:pk>/presentation/", api.StudyPresentationView.as_view(), name="api-study-presentation"),
     path("studies/<id:pk>/train/", api.StudyTrainView.as_view(), name="api-study-train"),
     path("studies/<id:pk>/pool/", api.StudyPoolView.as_view(), name="api-study-pool"),
     path("studies/<id:pk>/extend/", api.StudyExtendView.as_view(), name="api-study-extend"),

@@ -12,8 +12,9 @@ from retrieval.input_rules import load_json
 from retrieval.models import Collection, Document, Run
 
 from .label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
-from .models import PeerReview, Pool
+from .models import PeerReview, Pool, Study
 from .preference_schema import BOTH_BAD, MAX_LIST_SIZE, SHAPES, TIE
+from .presentation import ACTIONS, DEFAULT_KEYS, DEFAULT_OPTION_KEYS
 from .services.preference_designs import DEFAULT_ALPHA
 from .services.preference_studies import DEFAULT_BATCH, RULES
 from .services.studies import MAX_CANDIDATES, MAX_CONTEXT_SENTENCES, MAX_JUDGMENTS_PER_ITEM, MIN_CANDIDATES
@@ -63,7 +64,76 @@ class ServiceErrorsMixin:
             if key in self.fields:
                 self.add_error(key, f"{detail}: {error.message}" if detail != key else error.message)
                 return
+        if field.startswith("keyboard."):
+            field = KEY_FIELDS.get(field.removeprefix("keyboard."), field)
         self.add_error(field if field in self.fields else None, error.message)
+
+
+# The form field of each key setting (Study.keyboard's names, annotation.presentation).
+KEY_FIELDS = {"options": "option_keys", **{action: f"{action}_key" for action in ACTIONS}}
+
+
+class PresentationSettingsForm(forms.Form):
+    """How the annotation page presents the study (annotation.presentation): the candidate order,
+    the keys and auto-advance, in a section of their own; `presentation_settings()` gives
+    apply_presentation's arguments."""
+
+    candidate_order = forms.ChoiceField(
+        choices=Study.CandidateOrder.choices,
+        initial=Study.CandidateOrder.ITEM,
+        required=False,
+        label="Candidate order",
+        help_text="Shuffled per annotator: each annotator sees an item's candidates in an order of their own "
+        "(seeded by the study seed, recorded with each judgment), so the report can tell position effects "
+        "from content.",
+    )
+    option_keys = forms.CharField(
+        max_length=len(DEFAULT_OPTION_KEYS),
+        initial=DEFAULT_OPTION_KEYS,
+        required=False,
+        label="Option keys",
+        help_text="The keys that pick the 1st, 2nd, ... option shown, in order (e.g. asdfjkl for the home row).",
+    )
+    skip_key = forms.CharField(max_length=1, required=False, initial=DEFAULT_KEYS["skip"], label="Skip key")
+    flag_key = forms.CharField(max_length=1, required=False, initial=DEFAULT_KEYS["flag"], label="Flag key")
+    unsure_key = forms.CharField(max_length=1, required=False, initial=DEFAULT_KEYS["unsure"], label="Unsure key")
+    undo_key = forms.CharField(max_length=1, required=False, initial=DEFAULT_KEYS["undo"], label="Undo key")
+    mark_key = forms.CharField(
+        max_length=1,
+        required=False,
+        initial=DEFAULT_KEYS["mark"],
+        label="Mark-span key",
+        help_text="Empty: no key for that action (its button stays). ? is kept for the list of shortcuts.",
+    )
+    auto_advance = forms.BooleanField(
+        required=False,
+        label="Auto-advance",
+        help_text="Choosing the last answer an item needs submits it and shows the next item (z still undoes it).",
+    )
+
+    PRESENTATION_FIELDS = ("candidate_order", *KEY_FIELDS.values(), "auto_advance")
+
+    def presentation_settings(self) -> dict:
+        """apply_presentation's arguments. A key field left out of the post keeps its default
+        (a client that predates these fields); one posted empty turns that action's key off."""
+        data = self.cleaned_data
+        return {
+            "candidate_order": data["candidate_order"] or Study.CandidateOrder.ITEM,
+            "keyboard": {name: data[field] for name, field in KEY_FIELDS.items() if field in self.data},
+            "auto_advance": data["auto_advance"],
+        }
+
+    def sections(self) -> list[tuple[str, list]]:
+        """The other sections without these fields, then the annotation page's."""
+        sections = [
+            (title, [field for field in fields if field.name not in self.PRESENTATION_FIELDS])
+            for title, fields in super().sections()
+        ]
+        return [*sections, ("Annotation page", [self[name] for name in self.PRESENTATION_FIELDS])]
+
+    def study_settings(self) -> dict:
+        settings = super().study_settings()
+        return {name: value for name, value in settings.items() if name not in self.PRESENTATION_FIELDS}
 
 
 class QualitySettingsForm(forms.Form):
@@ -193,7 +263,7 @@ class StudyBasicsForm(ServiceErrorsMixin, forms.Form):
     )
 
 
-class ProxyStudyForm(StudyBasicsForm, QualitySettingsForm):
+class ProxyStudyForm(StudyBasicsForm, PresentationSettingsForm, QualitySettingsForm):
     """The settings of `create_proxy_study`, under the same names."""
 
     negatives_run = RunChoiceField(
@@ -301,7 +371,7 @@ class LabelSchemaForm(StudyBasicsForm):
         return schema
 
 
-class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
+class RelevanceStudyForm(LabelSchemaForm, PresentationSettingsForm, QualitySettingsForm):
     """The settings of `create_relevance_study`, plus its label schema and quality control."""
 
     runs = RunsChoiceField(
@@ -387,7 +457,7 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
         return {name: value for name, value in settings.items() if not (name in self.POOL_DEFAULTED and value is None)}
 
 
-class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
+class QuotabilityStudyForm(LabelSchemaForm, PresentationSettingsForm, QualitySettingsForm):
     """The settings of `create_quotability_study`, plus its schema and quality control."""
 
     multi_select = forms.BooleanField(
@@ -471,7 +541,12 @@ class ExtendPoolForm(ServiceErrorsMixin, forms.Form):
 class PreferenceStudyForm(StudyBasicsForm, QualitySettingsForm):
     """The settings of `create_preference_study`: where the pools come from, the design and what
     an item asks (the preference schema). Quality control offers what a preference study can
-    use: speed flags (gold and qualification items need known answers, which preferences lack)."""
+    use: speed flags (gold and qualification items need known answers, which preferences lack).
+    It has no annotation-page section: a preference item keeps its own keys and order."""
+
+    def presentation_settings(self) -> dict:
+        """Nothing to change: apply_presentation keeps a preference study's defaults."""
+        return {}
 
     runs = RunsChoiceField(
         queryset=finished_runs(),

@@ -24,6 +24,10 @@ class Study(models.Model):
         OPEN = "open", "Open for annotation"
         CLOSED = "closed", "Closed"
 
+    class CandidateOrder(models.TextChoices):
+        ITEM = "item", "One order per item"
+        ANNOTATOR = "annotator", "Shuffled per annotator"
+
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
     collection = models.ForeignKey(Collection, on_delete=models.PROTECT, related_name="studies")
@@ -72,6 +76,23 @@ class Study(models.Model):
         default=dict,
         blank=True,
         help_text="How the items were drawn (filters, requested count, skipped queries), for reproducibility.",
+    )
+    # How the annotation page presents items (annotation/presentation.py).
+    candidate_order = models.CharField(
+        max_length=20,
+        choices=CandidateOrder.choices,
+        default=CandidateOrder.ITEM,
+        help_text="Whether every annotator sees an item's candidates in the item's order, or in an order "
+        "shuffled per annotator (seeded by the study seed, recorded with each judgment).",
+    )
+    keyboard = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The annotation page's shortcut keys that differ from the defaults: options (the keys that "
+        "pick candidates by their place), skip, flag, unsure, undo, mark.",
+    )
+    auto_advance = models.BooleanField(
+        default=False, help_text="Choosing the last answer an item needs submits it and shows the next item."
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -273,6 +294,12 @@ class Judgment(models.Model):
     rubric = models.JSONField(default=dict, blank=True)
     rationale = models.TextField(blank=True)
     unsure = models.BooleanField(default=False, help_text="The annotator marked the answer as a guess.")
+    shown_order = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The item positions of the candidates in the order this annotator saw them (first shown "
+        "first); null: not recorded (imported judgments, judgments from before it was recorded).",
+    )
     seconds = models.FloatField(null=True, blank=True)
     server_seconds = models.FloatField(null=True, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.WEB)

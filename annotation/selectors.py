@@ -30,6 +30,7 @@ from .models import (
     Study,
     StudyBlock,
 )
+from .presentation import shown_order, shown_position, study_keys
 
 
 def context_sentences(query: Query, context_left: int, context_right: int) -> tuple[list[str], list[str]]:
@@ -140,18 +141,25 @@ def item_limit(cap: int | None, quota: int | None) -> int | None:
     return min((limit for limit in (cap, quota) if limit is not None), default=None)
 
 
-def shown_item(item: Item) -> dict:
+def shown_item(item: Item, annotator_id: int | None = None) -> dict:
     """An item as every annotator sees it, whatever it is for (formal work, hidden gold, a
-    qualification question, a judgment to peer-review): candidates in display order with opaque
-    ids, the context (or the query's own text) and the guidelines. Built from an explicit list
-    of fields and never from the item's role, so hidden gold cannot show through."""
+    qualification question, a judgment to peer-review): candidates in the order shown with
+    opaque ids, the context (or the query's own text), the guidelines and the page's keys. Built
+    from an explicit list of fields and never from the item's role, so hidden gold cannot show
+    through. In a study that shuffles candidates per annotator, `annotator_id`'s own order
+    (annotation.presentation); `position` is always the place shown (0, 1, ...), the number an
+    answer by position gives back."""
     study, query = item.study, item.query
     rows = list(
         ItemCandidate.objects.filter(item=item)
         .order_by("position")
-        .values_list("pk", "position", "passage__title", "passage__text", "passage__document_id")
+        .values_list("pk", "passage__title", "passage__text", "passage__document_id")
     )
-    candidates = [{"id": pk, "position": pos, "title": title, "text": text} for pk, pos, title, text, _ in rows]
+    order = shown_order(study, item.pk, annotator_id, len(rows))
+    candidates = [
+        {"id": rows[position][0], "position": place, "title": rows[position][1], "text": rows[position][2]}
+        for place, position in enumerate(order)
+    ]
     left, right = context_sentences(query, study.context_left, study.context_right)
     return {
         "study": study.pk,
@@ -160,6 +168,8 @@ def shown_item(item: Item) -> dict:
         "guidelines": study.guidelines,
         "item": item.pk,
         "candidates": candidates,
+        "keys": study_keys(study),
+        "auto_advance": study.auto_advance,
         "context_left": left,
         "context_right": right,
         "query_text": "" if query.has_context else query.text,
@@ -211,7 +221,7 @@ def annotator_item_payload(assignment: Assignment) -> dict:
     and their progress."""
     return {
         "finished": False,
-        **shown_item(assignment.item),
+        **shown_item(assignment.item, assignment.annotator_id),
         "expires_at": assignment.expires_at.isoformat(),
         "progress": annotator_progress(assignment.item.study, assignment.annotator_id),
     }
@@ -233,6 +243,7 @@ def finished_payload(study: Study, annotator) -> dict:
         "kind": study.kind,
         "guidelines": study.guidelines,
         "item": None,
+        "keys": study_keys(study),
         "progress": annotator_progress(study, annotator),
     }
 
@@ -330,9 +341,10 @@ JUDGMENT_COLUMNS = (
     "source",
     "voided",
     "void_reason",
+    "shown_order",
 )
 # Columns holding lists or objects: written as JSON in the CSV export.
-JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections")
+JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections", "shown_order")
 
 
 # What judgment_rows reads of a judgment, its item, query, annotator and chosen candidate: plain
@@ -360,14 +372,17 @@ _JUDGMENT_VALUES = (
     "source",
     "voided",
     "void_reason",
+    "shown_order",
 )
 
 
 def judgment_rows(study: Study) -> Iterator[dict]:
     """Staff export, one flat row per judgment (voided ones included and flagged): `candidate`
     is the opaque candidate id, `choice` the chosen passage's external id (the same key
-    import_judgments reads), `position` its 0-based display position; label kinds fill `label`
-    (or `selections`, display positions), `spans`, `rubric` and `rationale`. `correct`: whether
+    import_judgments reads), `position` its 0-based item position; label kinds fill `label`
+    (or `selections`, item positions), `spans`, `rubric` and `rationale`. `shown_order`: the
+    item positions in the order the annotator saw them (null where not recorded), so the
+    position shown of a choice is shown_order.index(position). `correct`: whether
     the answer matches the item's known answer (the gold candidate, or a gold or qualification
     item's expected label), None where there is none. `role` tells hidden gold judgments apart;
     `unsure` is the annotator's own "I am guessing" mark.
@@ -402,6 +417,7 @@ def judgment_rows(study: Study) -> Iterator[dict]:
             "source": j["source"],
             "voided": j["voided"],
             "void_reason": j["void_reason"],
+            "shown_order": j["shown_order"],
         }
 
 
@@ -437,7 +453,8 @@ def item_flags(study: Study) -> list[dict]:
 
 def answer_fields(judgment: Judgment) -> dict:
     """What was answered: the choice or label, with spans, rubric and rationale; not who answered,
-    when, how fast, or whether it was right (a peer reviewer sees exactly this)."""
+    when, how fast, or whether it was right (a peer reviewer sees exactly this, positions in the
+    item's own order, as the review page shows the item)."""
     return {
         "candidate": judgment.choice_id,
         "position": judgment.choice.position if judgment.choice else None,
@@ -578,3 +595,17 @@ def pool_pairs(study: Study, start: int = 0, stop: int | None = None) -> list[di
         }
         for pk, query, passage, item, score, order, extension, drawn_from, decided, relevant, pool_position in pairs
     ]
+
+
+def own_answer_fields(judgment: Judgment) -> dict:
+    """answer_fields as the annotator who gave the answer saw it: positions in the order they
+    were shown (`shown_order`), the numbers they answered with (an answer without a recorded
+    order, an imported one, keeps the item's)."""
+    fields = answer_fields(judgment)
+    order = judgment.shown_order
+    if order is None:
+        return fields
+    if fields["position"] is not None:
+        fields["position"] = shown_position(order, fields["position"])
+    fields["selections"] = sorted(shown_position(order, position) for position in fields["selections"] or [])
+    return fields

@@ -12,6 +12,7 @@ from retrieval.serializers import TrainingParametersSerializer, service_errors_o
 from .models import Pool, Study
 from .services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
 from .services.preference_studies import DESIGNS, RULES
+from .services.presentation import PRESENTATION_FIELDS
 from .services.studies import MAX_CANDIDATES, MIN_CANDIDATES
 from .services.study_training import DEFAULT_VALIDATION_SHARE, start_study_training
 
@@ -42,6 +43,9 @@ class StudySerializer(serializers.ModelSerializer):
             "claim_minutes",
             "annotators",
             "max_items_per_annotator",
+            "candidate_order",
+            "keyboard",
+            "auto_advance",
             "parameters",
             "created_by",
             "created_at",
@@ -49,7 +53,27 @@ class StudySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class StudyCreateSerializer(serializers.Serializer):
+class PresentationSerializer(serializers.Serializer):
+    """A study's presentation settings (annotation.presentation): how the annotation page orders
+    candidates and which keys it uses. Each is optional: what is left out stays as it is."""
+
+    candidate_order = serializers.ChoiceField(
+        choices=Study.CandidateOrder.choices,
+        required=False,
+        help_text="item (default): every annotator sees the item's order; annotator: an order of their own, "
+        "seeded by the study seed and recorded with each judgment.",
+    )
+    keyboard = serializers.JSONField(
+        required=False,
+        help_text='The annotation page\'s keys that differ from the defaults: {"options": "1234567890abcdefghij", '
+        '"skip": "s", "flag": "r", "unsure": "u", "undo": "z", "mark": "m"} ("" turns an action\'s key off).',
+    )
+    auto_advance = serializers.BooleanField(
+        required=False, help_text="Choosing the last answer an item needs submits it (default false)."
+    )
+
+
+class StudyCreateSerializer(PresentationSerializer):
     """Any kind of study. Common fields first; then each kind's own (`KIND_FIELDS`): a field of
     another kind is refused, so a typo never silently builds a different study. Defaults that
     depend on the kind (judgments per item, context) are filled in by `service_arguments`."""
@@ -115,6 +139,7 @@ class StudyCreateSerializer(serializers.Serializer):
         "annotators",
         "claim_minutes",
         "more_context",
+        *PRESENTATION_FIELDS,
     )
     LABEL_FIELDS = ("queries", "n_queries", "label_schema")
     KIND_FIELDS = {
@@ -163,13 +188,18 @@ class StudyCreateSerializer(serializers.Serializer):
         return attrs
 
     def service_arguments(self) -> tuple[str, dict]:
-        """The kind and the keyword arguments of its create_*_study service."""
-        options = dict(self.validated_data)
+        """The kind and the keyword arguments of its create_*_study service (the presentation
+        settings apart: `presentation()`)."""
+        options = {name: value for name, value in self.validated_data.items() if name not in PRESENTATION_FIELDS}
         kind = options.pop("kind")
         options.setdefault("judgments_per_item", self.DEFAULT_JUDGMENTS.get(kind, 3))
         options.setdefault("context_left", 4)
         options.setdefault("context_right", self.DEFAULT_CONTEXT_RIGHT.get(kind, 4))
         return kind, options
+
+    def presentation(self) -> dict:
+        """apply_presentation's arguments: the presentation settings given."""
+        return {name: value for name, value in self.validated_data.items() if name in PRESENTATION_FIELDS}
 
 
 class PoolExtensionSerializer(serializers.Serializer):

@@ -8,6 +8,7 @@ rule lives in `annotation.services`, every read in `annotation.selectors` /
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -45,6 +46,7 @@ from .services import (
     submit_judgment,
 )
 from .services.annotator_actions import flag_item, skip_item, undo_last_submission, undoable_submission
+from .services.presentation import create_with_presentation
 from .services.quality import (
     adjudicate,
     block_annotator,
@@ -239,7 +241,8 @@ STUDY_KINDS = {
 @staff_required
 def study_create(request, kind: str = Study.Kind.PROXY):
     """The form of one study kind; its settings go to that kind's create service, and the
-    quality-control settings with them (one transaction, see create_with_quality)."""
+    quality-control and presentation settings with them (one transaction, see
+    create_with_quality and create_with_presentation)."""
     if kind not in STUDY_KINDS:
         raise Http404(f"no study kind {kind!r}")
     form_class, create = STUDY_KINDS[kind]
@@ -247,7 +250,7 @@ def study_create(request, kind: str = Study.Kind.PROXY):
     if request.method == "POST" and form.is_valid():
         try:
             creation = create_with_quality(
-                create,
+                partial(create_with_presentation, create, presentation=form.presentation_settings()),
                 quality=form.quality_settings(),
                 qualification_questions=form.question_count(),
                 **form.study_settings(),

@@ -157,6 +157,8 @@ def proxy_context(report: dict) -> dict:
         },
         "chart": charts.bar_chart_svg(charts.accuracy_bars(report), "Accuracy with 95% intervals"),
         "judge_rows": formatting.proxy_judge_rows(report),
+        "position_rows": formatting.position_rows(report),
+        "position_line": formatting.position_line(report),
     }
 
 
@@ -171,6 +173,8 @@ def label_context(report: dict) -> dict:
         "aggregate_rows": formatting.aggregate_rows(report),
         "judge_rows": formatting.label_judge_rows(report),
         "judge_confusions": formatting.judge_confusions(report),
+        "position_rows": formatting.position_rows(report),
+        "position_line": formatting.position_line(report),
         "distribution_chart": charts.bar_chart_svg(charts.label_distribution_bars(report), "Share of labels given"),
         "agreement_chart": (
             charts.bar_chart_svg(agreement_bars, "Annotators' agreement with the majority label")

@@ -6,9 +6,10 @@ positions]`) with `"spans"`, `"rubric"` and `"rationale"` as the study's schema 
 preference studies `"preferred"`: the external id of the passage preferred, "tie" or "both_bad"
 (pairs), or `"ranking"`: the item's passage external ids best first, a list of ids in place of
 one id for passages tied, or "both_bad" (lists; pairs may use it too), or the exported `"label"`
-(display positions); optionally `"seconds"`. Every answer goes through labels.validate_answer,
-like a web submission. Other keys are ignored, so the jsonl that /api/judgments/ exports can be
-read back.
+(display positions); optionally `"seconds"`, and `"shown_order"` (the item positions in the
+order the annotator saw them, as the export writes it; absent or null: not recorded). Every
+answer goes through labels.validate_answer, like a web submission. Other keys are ignored, so
+the jsonl that /api/judgments/ exports can be read back.
 
 All or nothing: the first bad row rejects the whole file (InputError naming the file, line and
 field) and nothing is written. A row identical to a judgment already stored (same item,
@@ -73,6 +74,7 @@ class _Row:
     annotator: str
     answer: Answer
     seconds: float | None
+    shown_order: list[int] | None
 
 
 def import_judgments(study: Study, path: str | Path) -> ImportResult:
@@ -148,7 +150,16 @@ def _parse(study: Study, items, path: Path) -> list[_Row]:
             answer = validate_answer(study, item, **_answer_parts(study.kind, data, candidates))
         except InputError as exc:
             raise bad(exc.message, exc.field) from exc
-        rows.append(_Row(line_number, item, annotator, answer, _seconds(data.get("seconds"), bad)))
+        rows.append(
+            _Row(
+                line_number,
+                item,
+                annotator,
+                answer,
+                _seconds(data.get("seconds"), bad),
+                _shown_order(data.get("shown_order"), len(candidates), bad),
+            )
+        )
     if not rows:
         raise InputError("the file has no judgments", file=file)
     return rows
@@ -172,6 +183,19 @@ def _seconds(value, bad) -> float | None:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value < 0:
         raise bad("must be a number of seconds, 0 or more", "seconds")
     return clamp_seconds(value)
+
+
+def _shown_order(value, candidates: int, bad) -> list[int] | None:
+    """A recorded presentation order: every item position of the item's candidates once."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or any(isinstance(position, bool) or not isinstance(position, int) for position in value)
+        or sorted(value) != list(range(candidates))
+    ):
+        raise bad(f"must list the item's candidate positions 0..{candidates - 1}, each once", "shown_order")
+    return value
 
 
 def _answer_parts(kind: str, data: dict, candidates: dict[str, ItemCandidate]) -> dict:
@@ -354,6 +378,7 @@ def _place(study: Study, rows: list[_Row], live: list[Assignment], users: dict, 
                 assignment=assignment,
                 **row.answer.judgment_fields(),
                 seconds=row.seconds,
+                shown_order=row.shown_order,
                 source=Judgment.Source.IMPORT,
             )
         )

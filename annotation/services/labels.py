@@ -90,7 +90,7 @@ def validate_answer(
     """
     if study.kind == Study.Kind.PROXY:
         _refuse_extras(label=label, spans=spans, rubric=rubric, rationale=rationale, selections=selections)
-        return Answer(choice=_proxy_choice(item, candidate, position))
+        return Answer(choice=_proxy_choice(item, candidate, position, shown))
     if study.kind == Study.Kind.PREFERENCE:
         extras = {"spans": spans, "rubric": rubric, "rationale": rationale, "selections": selections}
         choice, answer = validate_preference_answer(
@@ -153,7 +153,9 @@ def _refuse_extras(**parts) -> None:
             raise InputError("a proxy study takes only the chosen candidate", field=name)
 
 
-def _proxy_choice(item: Item, candidate: ItemCandidate | None, position) -> ItemCandidate:
+def _proxy_choice(
+    item: Item, candidate: ItemCandidate | None, position, shown: Sequence[ItemCandidate] | None
+) -> ItemCandidate:
     if candidate is None and position is None:
         raise InputError("choose one of the candidates", field="position")
     if candidate is not None:
@@ -161,7 +163,10 @@ def _proxy_choice(item: Item, candidate: ItemCandidate | None, position) -> Item
             raise InputError("that candidate is not one of this item's", field="candidate")
         return candidate
     index = _integer(position, "position")
-    found = ItemCandidate.objects.filter(item=item, position=index).first()
+    if shown is not None:
+        found = next((option for option in shown if option.position == index), None)
+    else:
+        found = ItemCandidate.objects.filter(item=item, position=index).first()
     if found is None:
         raise InputError(f"this item has no candidate at position {index}", field="position")
     return found

@@ -86,7 +86,7 @@ def test_a_list_is_ranked_with_rank_keys_ties_included_and_b_for_none_good(page)
     page.goto(f"/annotate/{study.pk}/")
     item = shown_item(page)
     assert shown_texts(page) == stored_texts(item)
-    expect(page.locator("fieldset.rank-field")).to_have_count(4)
+    expect(page.locator("fieldset.place-field")).to_have_count(4)
     expect(page.locator("fieldset.active legend")).to_have_text("Passage 1")
 
     # 2, 1, 2: each key ranks the active passage and moves to the next one.

@@ -1,6 +1,7 @@
 """`create_study --kind proxy|relevance|quotability|preference --collection NAME --name NAME [--seed S]
 [--judgments-per-item N] [--context L/R] [--guidelines-file F] [--annotators a,b]
-[--claim-minutes 30] [--json]` plus the kind's own options:
+[--claim-minutes 30] [--candidate-order item|annotator] [--keys JSON] [--auto-advance] [--json]` plus
+the kind's own options:
 
 - proxy: `--negatives-from RUN_ID --items N [--candidates 3] [--single-sentence] [--book ID]`
 - relevance: `--runs 1,2 [--depth 10] [--use-pools]` (pooled, deduplicated pairs), judged as
@@ -41,6 +42,7 @@ from annotation.services import (
 from annotation.services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
 from annotation.services.preference_designs import DEFAULT_ALPHA
 from annotation.services.preference_studies import DEFAULT_BATCH, DESIGNS, RULES
+from annotation.services.presentation import create_with_presentation
 from jobs.progress import terminal_progress
 from retrieval.errors import InputError
 from retrieval.input_rules import load_json, read_text
@@ -89,6 +91,15 @@ class Command(JsonCommand):
             help="Let annotators read the book around a candidate (default: off for proxy studies, where it can "
             "give the answer away; on for the others).",
         )
+        page = parser.add_argument_group("the annotation page (annotation/presentation.py)")
+        page.add_argument(
+            "--candidate-order",
+            choices=Study.CandidateOrder.values,
+            default=Study.CandidateOrder.ITEM,
+            help="item: every annotator sees the item's order; annotator: an order of their own (seeded, recorded).",
+        )
+        page.add_argument("--keys", help='The page\'s keys that differ from the defaults, as JSON, e.g. {"skip": "x"}.')
+        page.add_argument("--auto-advance", action="store_true", help="Choosing the last answer submits it.")
         proxy = parser.add_argument_group("proxy studies")
         proxy.add_argument("--negatives-from", type=int, help="Run whose top hits are the negatives.")
         proxy.add_argument("--items", type=int, help="Number of items (queries) to draw.")
@@ -179,38 +190,44 @@ class Command(JsonCommand):
         if pool and kind != Study.Kind.RELEVANCE:
             option = "--" + next(iter(pool)).replace("_", "-")
             raise InputError("a pool is how a relevance study's pairs are chosen", field=option)
+        presentation = {
+            "candidate_order": options["candidate_order"],
+            "keyboard": _keys(options["keys"]),
+            "auto_advance": options["auto_advance"],
+        }
         if kind == Study.Kind.PROXY:
-            creation = create_proxy_study(**common, **_proxy_options(collection, options))
-        elif kind == Study.Kind.PREFERENCE:
-            creation = create_preference_study(**common, **_preference_options(options))
-        else:
-            labels = {
-                "queries": _names(options["queries"]) or None,
-                "n_queries": options["n_queries"],
-                "label_schema": _label_schema(kind, options),
-            }
-            runs = _runs(options["runs"])
-            if kind == Study.Kind.RELEVANCE:
-                creation = create_relevance_study(
-                    **common,
-                    **labels,
-                    **pool,
-                    runs=runs,
-                    depth=options["depth"] or 10,
-                    use_pools=options["use_pools"],
-                )
-            else:
-                if len(runs) > 1:
-                    raise InputError("a quotability study judges the paragraphs of one run", field="--runs")
-                creation = create_quotability_study(
-                    **common,
-                    **labels,
-                    run=runs[0] if runs else None,
-                    selection=options["selection"],
-                    depth=options["depth"] or 1,
-                    candidates_from=options["candidates_from"],
-                )
-        return creation.summary()
+            return _created(create_proxy_study, presentation, **common, **_proxy_options(collection, options))
+        if kind == Study.Kind.PREFERENCE:
+            return _created(create_preference_study, presentation, **common, **_preference_options(options))
+        labels = {
+            "queries": _names(options["queries"]) or None,
+            "n_queries": options["n_queries"],
+            "label_schema": _label_schema(kind, options),
+        }
+        runs = _runs(options["runs"])
+        if kind == Study.Kind.RELEVANCE:
+            return _created(
+                create_relevance_study,
+                presentation,
+                **common,
+                **labels,
+                **pool,
+                runs=runs,
+                depth=options["depth"] or 10,
+                use_pools=options["use_pools"],
+            )
+        if len(runs) > 1:
+            raise InputError("a quotability study judges the paragraphs of one run", field="--runs")
+        return _created(
+            create_quotability_study,
+            presentation,
+            **common,
+            **labels,
+            run=runs[0] if runs else None,
+            selection=options["selection"],
+            depth=options["depth"] or 1,
+            candidates_from=options["candidates_from"],
+        )
 
     def format_text(self, summary):
         lines = [
@@ -219,6 +236,26 @@ class Command(JsonCommand):
         ]
         lines += [f"  skipped {s['query']}: {s['reason']}" for s in summary["skipped_queries"]]
         return "\n".join(lines)
+
+
+def _created(create, presentation: dict, **settings) -> dict:
+    """The study made by `create` with the page's settings (create_with_presentation: a key that
+    clashes, named `keyboard.<name>`, leaves no study), as the command's summary."""
+    try:
+        return create_with_presentation(create, presentation=presentation, **settings).summary()
+    except InputError as exc:
+        if exc.field and exc.field.startswith("keyboard"):
+            raise InputError(exc.message, field=exc.field.replace("keyboard", "--keys", 1)) from exc
+        raise
+
+
+def _keys(text: str | None):
+    if text is None:
+        return None
+    try:
+        return load_json(text)
+    except InputError as exc:
+        raise InputError(exc.message, field="--keys") from exc
 
 
 def _proxy_options(collection, options) -> dict:
