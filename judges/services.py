@@ -276,7 +276,7 @@ def study_judges(study: Study) -> list[Judge]:
 
 
 def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
-    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "cpu"."""
+    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "long"."""
     if not 1 <= samples <= MAX_SAMPLES:
         raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
     with transaction.atomic():
