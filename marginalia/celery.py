@@ -30,6 +30,7 @@ app.conf.task_routes = {
     "retrieval.tasks.run_bm25": {"queue": "cpu"},
     "retrieval.tasks.run_dense": {"queue": "gpu"},
     "retrieval.tasks.train_retriever": {"queue": "gpu"},
+    "annotation.tasks.train_on_study": {"queue": "gpu"},
     "retrieval.tasks.import_run": {"queue": "cpu"},
     "jobs.tasks.ping": {"queue": "cpu"},
     "console.tasks.process_upload": {"queue": "cpu"},

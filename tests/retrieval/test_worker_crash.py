@@ -21,7 +21,8 @@ from jobs.services import fail_stale_jobs, request_cancel
 from marginalia.celery import app
 from retrieval import tasks, training
 from retrieval.models import Retriever
-from retrieval.training import start_training_async, sweep_abandoned_work_folders
+from retrieval.training import sweep_abandoned_work_folders
+from retrieval.training_jobs import start_training_async
 from tests.conftest import PROJECT_ROOT
 from tests.factories import make_code_word_collection
 from tests.live_platform import MANAGE, manage, wait_for_job, worker_log
