@@ -95,13 +95,13 @@ def test_staff_upload_a_beir_zip_and_watch_the_job_finish(staff_page, platform, 
     archive = zip_folder(beir_folder(tmp_path), tmp_path / "tiny-beir.zip")
     upload(staff_page, "beir", archive)
 
-    expect(staff_page.locator("ul.messages")).to_contain_text("“tiny-beir.zip” uploaded; importing as job")
+    expect(staff_page.locator("ul.messages")).to_contain_text("“tiny-beir.zip” uploaded; its import queued as job")
     row = staff_page.locator("tr.job", has_text="tiny-beir.zip")
     expect(row.locator(".job-status")).to_have_text("succeeded", timeout=WAIT_SECONDS * 1000)
     expect(row.locator(".progress")).to_have_attribute("aria-valuenow", "100")
     assert "tiny-beir" in collections(platform), worker_log(platform)
 
-    staff_page.reload()
+    # The collections list is fetched again when the job ends: no reload needed.
     collection_row = staff_page.locator("#collections tr", has_text="tiny-beir")
     expect(collection_row.locator("td").nth(3)).to_have_text(str(len(CORPUS)))
 
