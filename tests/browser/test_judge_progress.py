@@ -6,13 +6,12 @@ to jump a batch at a time, and the study page showed nothing while a judge ran),
 job ends the panel shows the judge's results without a reload."""
 
 import json
-from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import expect
 
 from jobs.management.commands.run_platform import stop_process
-from tests.browser.conftest import PASSWORD, WAIT_MS
+from tests.browser.conftest import PASSWORD, signed_in_tab
 from tests.judges.conftest import LOCAL_MODEL_SERVER, start_chat_server
 from tests.live_platform import WAIT_SECONDS, manage, worker_log
 
@@ -64,16 +63,8 @@ def study_id(platform, slow_endpoint) -> int:
 
 @pytest.fixture
 def staff_page(browser, web_server):
-    context = browser.new_context(base_url=web_server, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(WAIT_MS)
-    tab = context.new_page()
-    tab.goto("/accounts/login/")
-    tab.fill("#id_username", "curator")
-    tab.fill("#id_password", PASSWORD)
-    tab.keyboard.press("Enter")
-    tab.wait_for_url(lambda url: urlparse(url).path == "/")
-    yield tab
-    context.close()
+    with signed_in_tab(browser, web_server, "curator") as tab:
+        yield tab
 
 
 def test_the_study_page_counts_a_running_judges_answers_one_by_one(staff_page, study_id, platform):

@@ -7,13 +7,12 @@ import sqlite3
 import subprocess
 import time
 import urllib.request
-from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import expect
 
 from jobs.management.commands.run_platform import free_port, stop_process
-from tests.browser.conftest import PASSWORD, WAIT_MS
+from tests.browser.conftest import PASSWORD, signed_in_tab
 from tests.console.upload_files import CORPUS, beir_folder, zip_folder
 from tests.live_platform import MANAGE, PROJECT_ROOT, WAIT_SECONDS, manage, worker_log
 
@@ -66,16 +65,8 @@ def start_web(platform, attempts: int = 5):
 
 @pytest.fixture
 def staff_page(browser, web):
-    context = browser.new_context(base_url=web, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(WAIT_MS)
-    tab = context.new_page()
-    tab.goto("/accounts/login/")
-    tab.fill("#id_username", "curator")
-    tab.fill("#id_password", PASSWORD)
-    tab.keyboard.press("Enter")
-    tab.wait_for_url(lambda url: urlparse(url).path == "/")
-    yield tab
-    context.close()
+    with signed_in_tab(browser, web, "curator") as tab:
+        yield tab
 
 
 def collections(platform) -> list[str]:
