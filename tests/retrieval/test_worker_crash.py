@@ -15,6 +15,7 @@ from celery.exceptions import WorkerLostError
 from celery.signals import task_failure
 from django.utils import timezone
 
+import jobs.tasks  # noqa: F401  (connects the task_failure receiver, as every worker's start does)
 from jobs.management.commands.run_platform import broker_environment
 from jobs.models import Job
 from jobs.services import fail_stale_jobs, request_cancel
