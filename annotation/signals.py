@@ -1,12 +1,25 @@
-"""The annotation app's receivers for signals of the apps below it (connected in apps.py)."""
+"""The annotation app's receivers (connected in apps.py): for signals of the apps below it, and
+for its own models' saves where a stored summary must follow them."""
 
+from django.db.models.signals import post_save
 from django.dispatch import receiver
 
 from retrieval.signals import deletion_requested
 
+from .models import AdjudicationQueue, Judgment
 from .services.lifecycle import studies_depending_on
 
 
 @receiver(deletion_requested)
 def refuse_deleting_what_studies_use(sender, instance, **kwargs) -> list[str]:
     return studies_depending_on(instance)
+
+
+@receiver(post_save, sender=Judgment)
+def mark_adjudication_queue_stale(sender, instance, created, update_fields=None, **kwargs) -> None:
+    """A voided judgment no longer counts, so the study's stored adjudication order no longer
+    holds (annotation.services.adjudication rebuilds it when next read). A new judgment costs
+    nothing here: the queue finds those by their ids, and a submission's statements stay as
+    they are."""
+    if not created and update_fields and "voided" in update_fields:
+        AdjudicationQueue.objects.filter(study__items=instance.item_id).update(stale=True)
