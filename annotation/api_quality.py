@@ -23,6 +23,7 @@ from retrieval.fields import AsciiIntegerField
 
 from .models import AnnotatorFlag, Item, ItemCandidate, PeerReview, Study, StudyBlock
 from .services import annotator_refusal
+from .services.adjudication import require_reason
 from .services.qualification import qualification_state
 from .services.quality import (
     DESIGNATABLE_ROLES,
@@ -64,6 +65,7 @@ class AdjudicationSerializer(serializers.Serializer):
     position = AsciiIntegerField(required=False, min_value=0)
     label = serializers.JSONField(required=False)
     selections = serializers.ListField(child=AsciiIntegerField(min_value=0), required=False)
+    reason = serializers.CharField(allow_blank=True, default="", max_length=200)
     note = serializers.CharField(allow_blank=True, default="")
 
 
@@ -220,7 +222,9 @@ class DisagreementListView(APIView):
 
 
 class AdjudicateView(APIView):
-    """Staff: the final answer for an item (deciding again replaces it)."""
+    """Staff: the final answer for an item (deciding again replaces it), with an optional reason
+    from the study's list (the adjudication workspace's API requires one where judgments
+    disagree)."""
 
     permission_classes = [permissions.IsAdminUser]
 
@@ -242,6 +246,7 @@ class AdjudicateView(APIView):
             position=data.get("position"),
             label=data.get("label"),
             selections=data.get("selections"),
+            reason=require_reason(item.study, data["reason"], required=False),
             note=data["note"],
         )
         return Response({"item": item.pk, **adjudication_payload(adjudication)})
