@@ -1,6 +1,8 @@
 """The judgment exports byte for byte: four small studies with fixed ids and times export exactly
 the text in fixtures/judgment_export.{jsonl,csv,json}, which the export wrote when it still
-built a model instance per row (issue 14 made it read rows with values_list). Between them the
+built a model instance per row (issue 14 made it read rows with values_list), plus the item's
+label and its provenance (item_label, label_source, label_method, reworks: issue 24, which added
+those four columns and changed nothing else, byte for byte). Between them the
 studies hold every kind of field: a chosen candidate right and wrong, a gold item, labels with
 spans, rubric and a rationale that CSV must quote (comma, quotes, newline, non-ASCII),
 multi-select answers matching their expected positions or not, no known answer (correct is
