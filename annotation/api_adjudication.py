@@ -87,7 +87,7 @@ class SendBackSerializer(serializers.Serializer):
     note = serializers.CharField(allow_blank=True, default="", max_length=2000)
 
 
-class SampleSerializer(serializers.Serializer):
+class QueueSampleSerializer(serializers.Serializer):
     sample_rate = AsciiFloatField(min_value=0, max_value=1)
 
 
@@ -123,12 +123,12 @@ class QueueView(APIView):
             }
         )
 
-    @extend_schema(request=SampleSerializer, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(request=QueueSampleSerializer, responses={200: OpenApiTypes.OBJECT})
     def put(self, request, study_id):
         study = _study(request, study_id)
         if not _is_staff(request):
             return Response({"detail": "staff only"}, status=status.HTTP_403_FORBIDDEN)
-        form = SampleSerializer(data=request.data)
+        form = QueueSampleSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         queue = set_sample_rate(study, form.validated_data["sample_rate"])
         return Response({"sample_rate": queue.sample_rate, "seed": queue.seed, "sampled": queue.sampled})
