@@ -14,6 +14,7 @@ from django.core.paginator import Page, Paginator
 
 from .label_schema import study_schema
 from .models import Adjudication, ItemCandidate, Rework, Study
+from .presentation import DEFAULT_OPTION_KEYS
 from .provenance import answer_key
 from .selectors import counted_judgments, query_display_text, shown_item, span_target_text
 from .services.adjudication import (
@@ -27,7 +28,7 @@ from .services.adjudication import (
     rework_payload,
 )
 from .services.quality import adjudication_payload, judgment_seconds
-from .ui_selectors import OPTION_KEYS, describe_answer, keyed_values, masked_text_segments
+from .ui_selectors import describe_answer, keyed_values, masked_text_segments
 
 QUEUE_PAGE_SIZE = 50
 
@@ -176,7 +177,7 @@ def workspace_page(item, *, staff: bool) -> dict:
             {
                 "value": c["position"],
                 "label": f"{noun} {c['number']}",
-                "key": OPTION_KEYS[c["position"]] if c["position"] < len(OPTION_KEYS) else "",
+                "key": DEFAULT_OPTION_KEYS[c["position"]] if c["position"] < len(DEFAULT_OPTION_KEYS) else "",
                 "chosen": c["position"] in decided_positions,
             }
             for c in candidates

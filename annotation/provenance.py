@@ -196,7 +196,11 @@ def counted_answers(study: Study) -> dict[int, list[Hashable]]:
 def item_labels(study: Study, item_ids: Iterable[int]) -> dict[int, ItemLabel]:
     """Each work item's label with its provenance, the majority vote aggregating (ties to the
     lowest answer) where the judgments differ: what the judgment and dataset exports write
-    beside every row. Items of other roles are not labelled (their answers are known)."""
+    beside every row. Items of other roles are not labelled (their answers are known), nor are a
+    preference study's (an answer there orders a pair: its scores come from every answer at
+    once, evaluation.preference_report, not from one label per item)."""
+    if study.kind == Study.Kind.PREFERENCE:
+        return {}
     multi_select = study.kind != Study.Kind.PROXY and study_schema(study)["multi_select"]
     answers, decided, reworks = counted_answers(study), adjudicated_keys(study), rework_counts(study)
     labels = {}

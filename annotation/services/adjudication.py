@@ -33,6 +33,9 @@ Decisions, in one place:
   fresh slots, never to those who judged it before (one judgment per annotator and item, voided
   or not); once two of the new round are in, the item returns to the adjudication queue. No
   judgment is deleted or written twice.
+- Preference studies have no queue and no item in the workspace: their disagreements are data
+  (the Bradley-Terry scores weigh every answer), not errors to decide, as
+  `quality.disagreement_items` lists none.
 """
 
 from __future__ import annotations
@@ -200,7 +203,9 @@ def sampled_items(agreed: Iterable[int], rate: float, seed: int) -> set[int]:
 
 def item_agreements(study: Study) -> dict[int, tuple[float | None, int]]:
     """item id -> (agreement, counted judgments) for every work item with a counted judgment,
-    from the answers' counts per item (one grouped statement)."""
+    from the answers' counts per item (one grouped statement); none in a preference study."""
+    if study.kind == Study.Kind.PREFERENCE:
+        return {}
     column = answer_column(study)
     counts: dict[int, Counter] = defaultdict(Counter)
     rows = (
@@ -372,16 +377,18 @@ def queue_place(study: Study, item: Item, agreement_now: float | None) -> QueueP
 
 
 def work_item(study: Study, item_id: int) -> Item:
-    """The study's work item `item_id`; gold and qualification items are not adjudicated, and
-    the workspace does not tell them apart from missing ones."""
+    """The study's work item `item_id`; gold and qualification items and preference studies'
+    items are not adjudicated, and the workspace does not tell them apart from missing ones."""
     item = Item.objects.select_related("study", "query").filter(study=study, pk=item_id, role=Item.Role.WORK).first()
-    if item is None:
+    if item is None or study.kind == Study.Kind.PREFERENCE:
         raise Item.DoesNotExist(f"no work item {item_id} in study {study.pk}")
     return item
 
 
 def counted_agreement(item: Item) -> tuple[float | None, list]:
-    """The item's agreement now and its counted answers' keys."""
+    """The item's agreement now and its counted answers' keys (none in a preference study)."""
+    if item.study.kind == Study.Kind.PREFERENCE:
+        return None, []
     column = answer_column(item.study)
     answers = [
         as_key(value)
@@ -404,8 +411,11 @@ def decide(item: Item, *, by, reason: str | None = None, note: str = "", **answe
 
 def send_back(item: Item, *, by, reason: str, note: str = "") -> Rework:
     """Send a work item back for a fresh round (see the module docstring). Refused (field
-    `item`) when it has no judgment left to send back."""
+    `item`) when it has no judgment left to send back, and in a preference study (field `study`),
+    whose answers are never voided for disagreeing."""
     study = item.study
+    if study.kind == Study.Kind.PREFERENCE:
+        raise InputError(f"study {study.pk} is a preference study: items are not sent back", field="study")
     reason = require_reason(study, reason, required=True)
     note = (note or "").strip()
     with transaction.atomic():

@@ -2,16 +2,21 @@
 each item's answers side by side under pseudonyms, decisions with a reason from an editable
 list, sending back, and who may do any of it."""
 
+import json
+
 import pytest
 from django.urls import reverse
 
+from annotation.exports import judgment_export
 from annotation.models import Adjudication, AdjudicationReason, Item, Rework, Study
 from annotation.services.adjudication import (
     DEFAULT_REASONS,
     adjudicable_studies,
     adjudicator_refusal,
     current_queue,
+    decide,
     reasons,
+    send_back,
     set_reasons,
 )
 from annotation.services.quality import block_annotator, designate_items
@@ -24,6 +29,7 @@ from tests.factories import (
     make_annotator,
     make_bulk_proxy_study,
     make_label_study,
+    make_preference_study,
     make_relic_proxy_study,
     make_user,
 )
@@ -275,3 +281,34 @@ def test_label_items_are_decided_with_a_scale_value_over_rest():
     assert decided.status_code == 200 and decided.json()["label"] == 2
     bad = client.post(decide, {"label": 9, "reason": "Ambiguous item"}, format="json")
     assert bad.status_code == 400 and "label" in bad.json()
+
+
+def test_a_preference_study_has_nothing_to_adjudicate_and_its_exports_carry_no_item_label(client):
+    """Two annotators who order a pair differently disagree, but in a preference study that is
+    data for the scores, not an error to decide (quality.disagreement_items lists none): the
+    queue is empty, its items are not found, deciding and sending back are refused, nothing is
+    written, and the exports leave the item label empty as for gold items."""
+    study = make_preference_study(n_queries=1, n_passages=3, design="all-pairs")
+    item = study.items.order_by("position").first()
+    for person, position in zip((make_annotator(), make_annotator()), (0, 1)):
+        add_judgment(item, person, position=position)
+    staff = make_user(staff=True)
+    client.force_login(staff)
+    assert client.get(reverse("study_adjudicate", args=[study.pk])).status_code == 200
+    assert current_queue(study).disputed == 0
+    assert client.get(item_url(study, item)).status_code == 404
+    rest = api_client(staff)
+    assert rest.get(api(study, f"items/{item.pk}/")).status_code == 404
+    decided = rest.post(api(study, f"items/{item.pk}/decide/"), {"position": 0, "reason": "Broken item"}, format="json")
+    assert decided.status_code == 404
+    with pytest.raises(InputError) as refused:
+        send_back(item, by=staff, reason="Broken item")
+    assert refused.value.field == "study"
+    with pytest.raises(InputError):
+        decide(item, by=staff, position=0, reason="Broken item")
+    assert not Adjudication.objects.exists() and not Rework.objects.exists()
+    assert not item.judgments.filter(voided=True).exists()
+    rows = [json.loads(line) for chunk in judgment_export(study, "jsonl") for line in chunk.splitlines()]
+    assert len(rows) == 2 and {(row["item_label"], row["label_source"], row["reworks"]) for row in rows} == {
+        (None, None, None)
+    }
