@@ -1,7 +1,9 @@
-"""The adjudication workspace in a real Chromium: an adjudicator who is not staff works the queue
-in order with the keyboard, decides two items and sends one back for rework, steps back and
-forth, and the exports staff download then mark each label adjudicated, sent back, unanimous or
-aggregated."""
+"""The adjudication workspace in a real Chromium: an adjudicator who is not staff reaches the
+queue and works it in order with the keyboard alone (Tab and Enter to get there, the workspace's
+keys after), decides two items and sends one back for rework, steps back and forth, and the
+exports staff download then mark each label adjudicated, sent back, unanimous or aggregated. The
+queue and the workspace pass axe-core (no serious or critical violation) and Tab reaches every
+control on both."""
 
 import json
 from urllib.parse import urlparse
@@ -10,6 +12,7 @@ import pytest
 from playwright.sync_api import expect
 
 from annotation.models import Adjudication, Judgment, Rework, Study
+from tests.browser.accessibility import blocking_violations, tab_to, unreachable_by_tab
 from tests.browser.conftest import sign_in
 from tests.factories import add_label_item, add_label_judgment, grant, make_annotator, make_label_study, make_user
 
@@ -50,15 +53,20 @@ def test_an_adjudicator_works_the_queue_in_order_and_the_exports_mark_the_labels
     item_path = {name: f"/studies/{study.pk}/adjudicate/{item.pk}/" for name, item in items.items()}
 
     sign_in(page, "adele")
-    page.get_by_role("link", name="Harbour pool").click()
+    tab_to(page, "e.textContent.trim() === 'Harbour pool'")
+    page.keyboard.press("Enter")
+    page.wait_for_url(lambda url: urlparse(url).path == f"/studies/{study.pk}/adjudicate/")
     rows = page.locator("#queue-table tbody tr")
     expect(rows).to_have_count(4)
     assert [int(row.get_attribute("data-item")) for row in rows.all()] == [
         items[name].pk for name in ("first", "second", "third", "fourth")
     ]
     expect(page.locator("#undecided-count")).to_have_text("4")
+    assert blocking_violations(page) == []
+    assert unreachable_by_tab(page) == {}
 
-    page.get_by_role("link", name="Adjudicate the next undecided item").click()
+    tab_to(page, "e.id === 'start-queue'")
+    page.keyboard.press("Enter")
     page.wait_for_url(lambda url: urlparse(url).path == item_path["first"])
     answers = page.locator("#answers")
     expect(answers.locator("th.annotator")).to_have_text(["A", "B", "C"])
@@ -68,6 +76,9 @@ def test_an_adjudicator_works_the_queue_in_order_and_the_exports_mark_the_labels
     for person in people:
         expect(answers.locator("th.annotator")).not_to_contain_text([person.username])
     expect(page.locator("#queue-place")).to_have_text("1 / 4")
+    assert blocking_violations(page) == []
+    assert unreachable_by_tab(page) == {}
+    page.evaluate("() => document.activeElement?.blur()")  # the walk ends where it ends: start afresh
 
     # First item: label 1 (its own key), the first reason (Shift+1), a note, Enter.
     page.keyboard.press("1")

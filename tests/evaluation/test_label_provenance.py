@@ -19,9 +19,9 @@ import pytest
 from django.core.management import call_command
 
 from annotation.exports import judgment_export
-from annotation.models import Item
+from annotation.models import Adjudication, Item, Judgment
 from annotation.services.adjudication import decide, send_back
-from evaluation.label_aggregation import study_aggregation
+from evaluation.label_aggregation import label_sources_section, study_aggregation
 from evaluation.qrels import relevance_qrels
 from evaluation.services import study_report
 from tests.factories import (
@@ -223,3 +223,77 @@ def test_proxy_studies_mark_their_labels_too():
         (items[2].pk, 2, "adjudicated"),
         (items[3].pk, None, "sent_back"),
     }
+
+
+def every_export(study) -> dict:
+    """What each export says about the study's labels, keyed so that a duplicate shows: the TREC
+    lines and provenance rows (as lists), the judgment rows by judgment id, the report's count."""
+    out = io.StringIO()
+    call_command("export_qrels", str(study.pk), stdout=out)
+    return {
+        "trec": out.getvalue().splitlines(),
+        "provenance": {
+            method: list(relevance_qrels(study, method).provenance_rows())
+            for method in ("majority", "mean", "dawid-skene")
+        },
+        "judgments": [json.loads(line) for chunk in judgment_export(study, "jsonl") for line in chunk.splitlines()],
+        "report": label_sources_section(study)["items"],  # the report's section, without the rest
+    }
+
+
+def assert_each_pair_once(study, exported: dict, pairs: int, adjudicated: dict[str, int]) -> None:
+    """One TREC line and one provenance row per judged pair whatever the method, each judgment
+    exported once, and the adjudicated pairs (query id -> label) exactly these (the report counts
+    items: the two items of one pair, both decided, count twice there)."""
+    assert len(exported["trec"]) == len({tuple(line.split()[::2]) for line in exported["trec"]}) == pairs
+    for method, rows in exported["provenance"].items():
+        keys = [(row["query-id"], row["corpus-id"]) for row in rows]
+        assert len(keys) == len(set(keys)) == pairs, method
+        decided = {row["query-id"]: row["score"] for row in rows if row["label_source"] == "adjudicated"}
+        assert decided == adjudicated, method
+    ids = [row["judgment"] for row in exported["judgments"]]
+    assert len(ids) == len(set(ids)) == Judgment.objects.filter(item__study=study).count()
+    assert exported["report"]["adjudicated"] == Adjudication.objects.filter(item__study=study).count()
+
+
+def test_a_decision_reaches_every_export_exactly_once_through_revision_rework_and_a_new_round(study):
+    """Item A is decided (fixture), revised, sent back, judged again by new annotators and
+    decided again; item B's pair is also shown in a second item, which is decided. At each step
+    every export has each pair once, the latest decision is the label, and no judgment is lost or
+    repeated."""
+    staff = make_user(staff=True)
+    item_a, item_b = study.items_by_name["A"], study.items_by_name["B"]
+    judged_pairs = 4  # A B C E (D waits for its round, F was never judged)
+
+    assert_each_pair_once(study, every_export(study), judged_pairs, {"qA": 1})
+
+    decide(item_a, by=staff, label=2, reason="Annotator error")  # the latest decision stands
+    assert Adjudication.objects.filter(item=item_a).count() == 1
+    now = every_export(study)
+    assert_each_pair_once(study, now, judged_pairs, {"qA": 2})
+    assert "qA 0 d0 2" in now["trec"]
+
+    send_back(item_a, by=staff, reason="Ambiguous item")
+    now = every_export(study)
+    assert_each_pair_once(study, now, judged_pairs - 1, {})
+    assert not Adjudication.objects.filter(item=item_a).exists()
+    assert {row["label_source"] for row in now["judgments"] if row["item"] == item_a.pk} == {"sent_back"}
+
+    newcomers = [make_annotator(f"second-round-{n}") for n in range(2)]
+    for person, label in zip(newcomers, (0, 2)):
+        add_label_judgment(item_a, person, label)
+    now = every_export(study)
+    assert_each_pair_once(study, now, judged_pairs, {})
+    rows_a = [row for row in now["judgments"] if row["item"] == item_a.pk]
+    assert len(rows_a) == 5 and sum(not row["voided"] for row in rows_a) == 2  # 3 voided kept, 2 new
+    assert {row["label_source"] for row in rows_a} == {"aggregated"} and {row["reworks"] for row in rows_a} == {1}
+
+    decide(item_a, by=staff, label=0, reason="Guideline gap")
+    twin = add_label_item(study, query=item_b.query, passages=[item_b.candidates.get().passage])
+    for person, label in zip(newcomers, (0, 1)):
+        add_label_judgment(twin, person, label)
+    decide(twin, by=staff, label=0, reason="Broken item")
+    now = every_export(study)
+    assert_each_pair_once(study, now, judged_pairs, {"qA": 0, "qB": 0})  # B's pair once, as decided
+    assert [line for line in now["trec"] if line.startswith("qB ")] == ["qB 0 d1 0"]
+    assert Adjudication.objects.filter(item__study=study).count() == 2
