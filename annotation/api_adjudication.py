@@ -24,11 +24,12 @@ from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from retrieval.fields import AsciiFloatField, AsciiIntegerField
+from retrieval.fields import AsciiFloatField
 from retrieval.input_rules import parse_id
 
 from .adjudication_selectors import item_answers, queue_page
-from .models import Item, ItemCandidate, Study
+from .api_quality import AdjudicationSerializer
+from .models import Item, Study
 from .services.adjudication import (
     decide,
     is_adjudicator,
@@ -70,15 +71,11 @@ def _is_staff(request) -> bool:
     return bool(request.user.is_staff)
 
 
-class DecisionSerializer(serializers.Serializer):
+class DecisionSerializer(AdjudicationSerializer):
     """The final answer (a candidate id or position for proxy items, a label, or selected
-    positions), a reason from the study's list and an optional note."""
+    positions), a reason from the study's list (required by `decide` where judgments disagree)
+    and an optional note of at most 2,000 characters."""
 
-    candidate = AsciiIntegerField(required=False)
-    position = AsciiIntegerField(required=False, min_value=0)
-    label = serializers.JSONField(required=False)
-    selections = serializers.ListField(child=AsciiIntegerField(min_value=0), required=False)
-    reason = serializers.CharField(allow_blank=True, default="", max_length=200)
     note = serializers.CharField(allow_blank=True, default="", max_length=2000)
 
 
@@ -180,21 +177,12 @@ class DecideView(APIView):
         item = _item(study, item_id)
         form = DecisionSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        data = form.validated_data
-        candidate = None
-        if "candidate" in data:
-            candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
-            if candidate is None:
-                raise ValidationError({"candidate": ["not one of this item's candidates"]})
         adjudication = decide(
             item,
             by=request.user,
-            candidate=candidate,
-            position=data.get("position"),
-            label=data.get("label"),
-            selections=data.get("selections"),
-            reason=data["reason"],
-            note=data["note"],
+            reason=form.validated_data["reason"],
+            note=form.validated_data["note"],
+            **form.answer(item),
         )
         return Response({"item": item.pk, **adjudication_payload(adjudication), "next": next_undecided(study, item)})
 

@@ -68,6 +68,22 @@ class AdjudicationSerializer(serializers.Serializer):
     reason = serializers.CharField(allow_blank=True, default="", max_length=200)
     note = serializers.CharField(allow_blank=True, default="")
 
+    def answer(self, item: Item) -> dict:
+        """The validated answer as `quality.adjudicate` takes it: a candidate id must name one
+        of the item's own candidates (400 on `candidate` otherwise)."""
+        data = self.validated_data
+        candidate = None
+        if "candidate" in data:
+            candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
+            if candidate is None:
+                raise ValidationError({"candidate": ["not one of this item's candidates"]})
+        return {
+            "candidate": candidate,
+            "position": data.get("position"),
+            "label": data.get("label"),
+            "selections": data.get("selections"),
+        }
+
 
 class SampleSerializer(serializers.Serializer):
     seed = AsciiIntegerField(required=False)
@@ -233,21 +249,12 @@ class AdjudicateView(APIView):
         item = get_object_or_404(Item.objects.select_related("study"), pk=pk)
         form = AdjudicationSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        data = form.validated_data
-        candidate = None
-        if "candidate" in data:
-            candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
-            if candidate is None:
-                raise ValidationError({"candidate": ["not one of this item's candidates"]})
         adjudication = adjudicate(
             item,
             by=request.user,
-            candidate=candidate,
-            position=data.get("position"),
-            label=data.get("label"),
-            selections=data.get("selections"),
-            reason=require_reason(item.study, data["reason"], required=False),
-            note=data["note"],
+            reason=require_reason(item.study, form.validated_data["reason"], required=False),
+            note=form.validated_data["note"],
+            **form.answer(item),
         )
         return Response({"item": item.pk, **adjudication_payload(adjudication)})
 
