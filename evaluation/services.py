@@ -24,6 +24,7 @@ from annotation.models import Study
 from evaluation import agreement
 from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import proxy_judges
+from evaluation.label_aggregation import label_sources_section
 from evaluation.label_report import label_study_report
 from evaluation.positions import proxy_position_effect
 from evaluation.preference_report import preference_study_report
@@ -302,6 +303,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "model_accuracy": {run_id: section["accuracy"] for run_id, section in models.items()},
         "models": models,
         "random_baseline": _random_section(study, len(complete)),
+        "label_sources": label_sources_section(study),
         "position_effect": proxy_position_effect(study, shown_answers(study)),
         "judges": proxy_judges(study, items, votes.item_ids, votes.counts, votes.majority_correct),
         "error_analysis": {
