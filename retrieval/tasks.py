@@ -15,21 +15,21 @@ from .services.runs import complete_sharded_run, execute_shard
 from .services.trec_files import IMPORT_RUN_TASK, import_trec_run
 
 
-def _execute_shard_job(job_id: int, run_id: int, pieces: list) -> dict:
+def _execute_shard_job(job_id: int, run_id: int, query_ids: list[int]) -> dict:
     """One shard of a run as job `job_id`; the shard that completes the run also finishes it."""
-    result = execute(job_id, lambda progress: execute_shard(Run.objects.get(pk=run_id), pieces, progress))
+    result = execute(job_id, lambda progress: execute_shard(Run.objects.get(pk=run_id), query_ids, progress))
     complete_sharded_run(run_id)
     return result
 
 
 @shared_task(name="retrieval.tasks.run_bm25", ignore_result=True)
-def run_bm25(job_id: int, run_id: int, pieces: list) -> dict:
-    return _execute_shard_job(job_id, run_id, pieces)
+def run_bm25(job_id: int, run_id: int, query_ids: list[int]) -> dict:
+    return _execute_shard_job(job_id, run_id, query_ids)
 
 
 @shared_task(name="retrieval.tasks.run_dense", ignore_result=True)
-def run_dense(job_id: int, run_id: int, pieces: list) -> dict:
-    return _execute_shard_job(job_id, run_id, pieces)
+def run_dense(job_id: int, run_id: int, query_ids: list[int]) -> dict:
+    return _execute_shard_job(job_id, run_id, query_ids)
 
 
 @shared_task(name="retrieval.tasks.train_retriever", ignore_result=True)
