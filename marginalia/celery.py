@@ -21,6 +21,7 @@ app.conf.task_routes = {
     "retrieval.tasks.run_dense": {"queue": "gpu"},
     "retrieval.tasks.train_retriever": {"queue": "gpu"},
     "retrieval.tasks.import_run": {"queue": "cpu"},
+    "retrieval.tasks.import_part": {"queue": "cpu"},
     "jobs.tasks.ping": {"queue": "cpu"},
     "console.tasks.process_upload": {"queue": "cpu"},
     "judges.tasks.judge_study_on_gpu": {"queue": "gpu"},

@@ -26,12 +26,13 @@ from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts
 from retrieval.chunks import chunks
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
-from retrieval.models import Collection, Hit, Qrel, Query, Retriever, Run, RunQuery
+from retrieval.models import Collection, Document, Hit, Qrel, Query, Retriever, Run, RunQuery
 from retrieval.planner import refresh_statistics
 from retrieval.ranking import ranks_of, tie_break, top_ranked
 from retrieval.scoring import Scorer, query_text
 
 from .candidates import CandidateSet, PassageRow, candidate_sets, load_passages
+from .import_status import unimported_reason
 from .run_status import delete_results, has_results, settle_run
 from .run_writer import RunWriter
 
@@ -79,11 +80,12 @@ def term_counts_folder() -> Path:
     return Path(settings.MARGINALIA_DATA_DIR) / "bm25"
 
 
-def warm_term_counts(collection: Collection) -> int:
-    """Tokenise the collection's candidate sets now (after an import), so that its first run
-    only loads them; sets too small to be worth caching are left to the run. Returns how many
-    sets were counted."""
-    sets = [candidate_set for candidate_set in candidate_sets(collection) if worth_caching(candidate_set.size())]
+def warm_term_counts(collection: Collection, document: Document | None = None) -> int:
+    """Tokenise the collection's candidate sets now (after an import; those of one book's
+    queries with `document`), so that its first run only loads them; sets too small to be worth
+    caching are left to the run. Returns how many sets were counted."""
+    queries = None if document is None else collection.queries.filter(document=document).order_by("ordinal")
+    sets = [s for s in candidate_sets(collection, queries) if worth_caching(s.size())]
     for candidate_set in sets:
         cached_term_counts([passage.retrieval_text for passage in candidate_set.passages()], term_counts_folder())
     return len(sets)
@@ -122,6 +124,8 @@ def create_run(
         raise InputError(f"must be at least 1, got {depth}", field="depth")
     if not collection.queries.exists():
         raise InputError(NO_QUERIES.format(name=collection.name), field="collection")
+    if reason := unimported_reason(collection):
+        raise InputError(f"{reason}; rank it once the import has finished", field="collection")
     warnings = []
     if not collection_has_context(collection):
         if context_left or context_right:
