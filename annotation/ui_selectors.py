@@ -27,7 +27,7 @@ from .selectors import (
 )
 from .services import annotator_refusal
 from .services.qualification import QualificationStatus, qualification_state
-from .services.quality import QualityMeasures, disagreement_items, quality_overview
+from .services.quality import QualityMeasures, disagreement_rows, disputed_items, quality_overview
 
 # One key per option, so a single key press always picks exactly one candidate: 1-9, 0 for the
 # tenth, then letters for options 11-20 (k is at most 20).
@@ -380,8 +380,8 @@ def adjudication_rows(study: Study, page_number) -> tuple[list[dict], Page]:
     with its answer, the answers' counts, the options the decision takes and the decision so
     far; and the page, for the pager (a large study disagrees on thousands of items)."""
     schema = study_schema(study)
-    page = Paginator(disagreement_items(study), DISAGREEMENTS_PER_PAGE).get_page(page_number)
-    disputed = list(page)
+    page = Paginator(disputed_items(study), DISAGREEMENTS_PER_PAGE).get_page(page_number)
+    disputed = disagreement_rows(study, list(page))
     items = {
         item.pk: item
         for item in Item.objects.filter(pk__in=[row["item"] for row in disputed])
