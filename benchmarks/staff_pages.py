@@ -7,7 +7,9 @@ finished run's are), then asks every GET route of the URLconf whose path paramet
 study, run, collection or item id, as a superuser through Django's test client, twice each.
 Prints status, response size and the slower of the two wall times, marking routes slower than
 --slow seconds. A route that fails (5xx, an exception) is what this is for: at 100K items the
-study and adjudication pages once failed on SQLite with "Expression tree is too large".
+study and adjudication pages once failed on SQLite with "Expression tree is too large". A private
+Redis serves as the task queue, as in a deployment, so a large study's report is queued as a job
+(nothing consumes it here); without one the report page answers a clear 503.
 
 Usage, from the project root (100K items take a few minutes to build on 2 cores):
     .venv/bin/python benchmarks/staff_pages.py [--items 100000] [--database-url URL] [--slow 1.0]
@@ -50,6 +52,7 @@ def main() -> None:
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="staff-pages-"))
+    redis_process = None
     try:
         setup_django(args.database_url, scratch)
         from django.conf import settings
@@ -57,12 +60,15 @@ def main() -> None:
         from django.core.management import call_command
         from django.test import Client
 
+        from jobs.management.commands.run_platform import free_port, start_redis, stop_process
+        from marginalia.celery import app
         from retrieval.metrics import evaluate_run
         from tests.factories import make_bulk_proxy_study
         from tests.routes import routes
 
         call_command("migrate", verbosity=0)
         settings.ALLOWED_HOSTS = ["*"]
+        redis_process, app.conf.broker_url = start_redis(free_port())
         started = time.perf_counter()
         study = make_bulk_proxy_study(args.items)
         run = study.negatives_run
@@ -90,6 +96,8 @@ def main() -> None:
             print(f"{path:50s} {status:>5s} {size:>12,d} B {seconds:8.2f} s{mark}")
         print(f"{failures} routes failed")
     finally:
+        if redis_process is not None:
+            stop_process(redis_process)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -9,9 +9,15 @@ from django.views import View
 from annotation.models import Study
 from evaluation import charts, formatting
 from evaluation.reports import compare_runs, requested_run_ids, resolve_model_runs, study_report_or_job
+from jobs.errors import BrokerUnavailable
 from retrieval.access import staff_required
 from retrieval.errors import InputError
 from retrieval.models import Run
+
+QUEUE_DOWN = (
+    "This study is large, so its report is computed by a worker, and the task queue cannot be reached"
+    " right now: nothing was queued. Start Redis and a worker (run_platform starts both), then reload this page."
+)
 
 
 @method_decorator(staff_required, name="dispatch")
@@ -32,6 +38,9 @@ class StudyReportPage(View):
             report, job = study_report_or_job(study, resolve_model_runs(study, selected), request.user)
         except InputError as exc:
             return render(request, template, {**context, "error": str(exc)}, status=400)
+        except BrokerUnavailable:
+            # A large study's report is computed by a worker, and the task queue does not answer.
+            return render(request, template, {**context, "error": QUEUE_DOWN}, status=503)
         if job is not None:
             return render(request, template, {**context, "computing": job})
         context["report"] = report

@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 
 from console.uploads import UPLOAD_KINDS, queue_upload
 from console.views.dashboard import render_dashboard
+from jobs.errors import BrokerUnavailable
 from retrieval.access import staff_required
 from retrieval.errors import InputError
 
@@ -21,6 +22,8 @@ def upload(request):
         job = queue_upload(request.POST.get("kind"), request.FILES.get("file"), request.POST.dict(), user=request.user)
     except InputError as error:
         return render_dashboard(request, upload_request=request.POST.dict(), upload_error=str(error), status=400)
+    except BrokerUnavailable as error:  # nothing was kept: the upload's folder went with the refusal
+        return render_dashboard(request, upload_request=request.POST.dict(), upload_error=str(error), status=503)
     kind = UPLOAD_KINDS[job.parameters["upload"]]
     messages.success(request, f"{kind.label} “{job.parameters['file']}” uploaded; importing as job {job.pk}.")
     return redirect(reverse("dashboard") + "#jobs")
