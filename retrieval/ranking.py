@@ -64,12 +64,15 @@ def _ordered(scores: np.ndarray, columns: np.ndarray, key: np.ndarray) -> np.nda
     return ranked
 
 
-def ranks_of(scores: np.ndarray, columns: Sequence[int], key: np.ndarray) -> list[int]:
-    """The 1-based rank `top_ranked` gives each of `columns` in one row of scores, counted over
-    every candidate (exact far beyond any stored depth)."""
-    ranks = []
-    for column in columns:
-        score = scores[column]
-        ties_above = np.count_nonzero((scores == score) & (key > key[column]))
-        ranks.append(int(np.count_nonzero(scores > score) + ties_above) + 1)
+def ranks_of(scores: np.ndarray, columns: Sequence[Sequence[int]], key: np.ndarray) -> list[list[int]]:
+    """For each row of a block of scores, the 1-based rank `top_ranked` gives each of that row's
+    `columns`, counted over every candidate (exact far beyond any stored depth). One call per
+    block: most rows (queries without a relevant passage in the set) cost nothing."""
+    ranks: list[list[int]] = []
+    for row, wanted in zip(scores, columns):
+        ranks.append([])
+        for column in wanted:
+            score = row[column]
+            ties_above = np.count_nonzero((row == score) & (key > key[column]))
+            ranks[-1].append(int(np.count_nonzero(row > score) + ties_above) + 1)
     return ranks

@@ -210,10 +210,10 @@ def _rank_candidate_set(
         top = top_ranked(scores, depth, key)
         query_ids = np.fromiter((query.pk for query in chunk), dtype=np.int64, count=len(chunk))
         writer.add_ranked(query_ids, passage_ids[top], np.take_along_axis(scores, top, axis=1))
-        for query, row in zip(chunk, scores):
-            inside = [passage_id for passage_id in relevant.get(query.pk, []) if passage_id in column_of]
-            ranks = ranks_of(row, [column_of[passage_id] for passage_id in inside], key)
-            writer.add_query(query.pk, len(passages), dict(zip(map(str, inside), ranks)))
+        inside = [[passage for passage in relevant.get(query.pk, ()) if passage in column_of] for query in chunk]
+        ranks = ranks_of(scores, [[column_of[passage_id] for passage_id in ids] for ids in inside], key)
+        for query, ids, query_ranks in zip(chunk, inside, ranks):
+            writer.add_query(query.pk, len(passages), dict(zip(map(str, ids), query_ranks)))
         done = offset + len(chunk)
         progress(done / len(queries), f"{done}/{len(queries)} queries")
 

@@ -265,7 +265,7 @@ def test_ranking_sorts_each_row_by_score_then_id_descending_cut_at_the_depth(row
     for row, ranked in zip(scores, top):
         full = sorted(range(len(ids)), key=lambda index: (row[index], ids[index]), reverse=True)
         assert ranked.tolist() == full[:depth]
-        assert ranks_of(row, full, key) == list(range(1, len(ids) + 1))
+        assert ranks_of(row[None, :], [full], key) == [list(range(1, len(ids) + 1))]
 
 
 def test_context_is_parsed_as_left_slash_right():
