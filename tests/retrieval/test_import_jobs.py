@@ -9,14 +9,12 @@ Gutenberg books and a RELiC-like file built from them (benchmarks/relic_like.py)
 import json
 import os
 import signal
-import sqlite3
 import subprocess
 import time
 
 import pytest
 
 from benchmarks.relic_like import write_relic_like
-from jobs.management.commands.run_platform import broker_environment, stop_process, worker_command
 from jobs.models import Job
 from jobs.services import mark_failed
 from retrieval.errors import InputError
@@ -25,49 +23,33 @@ from retrieval.services.lifecycle import deletion_refusals
 from retrieval.services.runs import create_run, get_or_create_retriever
 from tests.conftest import PROJECT_ROOT, SHARED_DATA, require
 from tests.factories import make_relic_collection
-from tests.live_platform import MANAGE, WAIT_SECONDS, manage, wait_for_job
+from tests.live_platform import (
+    MANAGE,
+    WAIT_SECONDS,
+    child_jobs,
+    make_platform,
+    manage,
+    rows,
+    wait_for_job,
+    workers_running,
+)
 
 BOOKS = ("pride_and_prejudice", "persuasion", "heart_of_darkness")
+IMPORT_JOB_OF_COLLECTION = (
+    "SELECT id FROM retrieval_job WHERE parent_id IS NULL AND kind = ? AND json_extract(parameters, '$.collection') = ?"
+)
 
 
 @pytest.fixture(scope="module")
 def platform(tmp_path_factory, redis_url):
     require(SHARED_DATA.is_dir(), f"real data folder {SHARED_DATA} is missing")
-    folder = tmp_path_factory.mktemp("imports")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}",
-        "MARGINALIA_DATA_DIR": str(folder / "data"),
-        **broker_environment(redis_url),
-        "MARGINALIA_SHARD_RETRIES": "2",
-        "HF_HUB_OFFLINE": "1",
-    }
-    subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
-    return {"env": env, "database": folder / "db.sqlite3", "folder": folder}
+    return make_platform(tmp_path_factory.mktemp("imports"), redis_url, MARGINALIA_SHARD_RETRIES="2")
 
 
 @pytest.fixture(scope="module")
 def workers(platform):
-    log = (platform["folder"] / "worker.log").open("a")
-    processes = [
-        subprocess.Popen(
-            [*worker_command("cpu,gpu"), "--hostname", f"import-worker-{number}@%h"],
-            env=platform["env"],
-            cwd=PROJECT_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        for number in range(2)
-    ]
-    yield processes
-    for process in processes:
-        stop_process(process)
-
-
-def rows(platform, sql: str, *parameters) -> list[tuple]:
-    with sqlite3.connect(platform["database"], timeout=30) as connection:
-        return connection.execute(sql, parameters).fetchall()
+    with workers_running(platform, 2, "import-worker") as processes:
+        yield processes
 
 
 def collection_content(platform, name: str) -> dict:
@@ -110,15 +92,6 @@ def collection_content(platform, name: str) -> dict:
     }
 
 
-def parts(platform, job_id: int) -> list[dict]:
-    with sqlite3.connect(platform["database"], timeout=30) as connection:
-        connection.row_factory = sqlite3.Row
-        return [
-            dict(row)
-            for row in connection.execute("SELECT * FROM retrieval_job WHERE parent_id = ? ORDER BY id", (job_id,))
-        ]
-
-
 def worker_log(platform) -> str:
     return (platform["folder"] / "worker.log").read_text()[-4000:]
 
@@ -133,7 +106,7 @@ def test_three_books_imported_over_two_workers_equal_the_import_in_one_process(p
 
     assert job["status"] == "succeeded", job["error"] or worker_log(platform)
     assert queued["parts"] > len(BOOKS)  # Pride and Prejudice is long enough to be split in chunks
-    chunks = parts(platform, job["id"])
+    chunks = child_jobs(platform, job["id"])
     assert len(chunks) == queued["parts"] and {part["status"] for part in chunks} == {"succeeded"}
     assert len({part["worker"] for part in chunks}) == 2, "both workers segmented chunks"
     assert job["progress"] == 1.0 and json.loads(job["result"]) == {**single, "collection": "spread"}
@@ -152,7 +125,7 @@ def test_a_relic_file_imported_a_book_per_job_equals_the_import_in_one_process(p
     job = wait_for_job(platform["database"], queued["job_id"])
 
     assert job["status"] == "succeeded", job["error"] or worker_log(platform)
-    assert queued["parts"] == 4 and len(parts(platform, job["id"])) == 4
+    assert queued["parts"] == 4 and len(child_jobs(platform, job["id"])) == 4
     spread, single = collection_content(platform, "relic-spread"), collection_content(platform, "relic-single")
     assert len(spread["queries"]) == 240 and len(spread["qrels"]) == 240
     assert spread == single
@@ -164,26 +137,39 @@ def test_a_book_whose_worker_dies_is_imported_again_alone(platform, workers):
         platform["folder"] / "large.json", SHARED_DATA / "gutenberg", books=6, queries_per_book=200
     )
     manage(platform, "import_relic", relic, "--collection", "large-single")
-    queued = json.loads(manage(platform, "import_relic", relic, "--collection", "large-spread", "--async", "--json"))
-
-    victim = wait_for_a_running_part(platform, queued["job_id"])
+    # Watched while the command runs: on a loaded machine its parts can all finish before it exits.
+    command = subprocess.Popen(
+        [*MANAGE, "import_relic", relic, "--collection", "large-spread", "--async", "--json"],
+        env=platform["env"],
+        cwd=PROJECT_ROOT,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    victim = wait_for_a_running_part(platform, "large-spread")
+    queued = json.loads(command.communicate(timeout=WAIT_SECONDS)[0])
+    assert command.returncode == 0 and victim["parent_id"] == queued["job_id"]
     os.kill(int(victim["worker"].rsplit(":", 1)[1]), signal.SIGKILL)
     job = wait_for_job(platform["database"], queued["job_id"])
 
     assert job["status"] == "succeeded", job["error"] or worker_log(platform)
-    attempts = {part["id"]: part["attempts"] for part in parts(platform, job["id"])}
+    attempts = {part["id"]: part["attempts"] for part in child_jobs(platform, job["id"])}
     assert attempts == {part: 2 if part == victim["id"] else 1 for part in attempts}, worker_log(platform)
     assert collection_content(platform, "large-spread") == collection_content(platform, "large-single")
 
 
-def wait_for_a_running_part(platform, job_id: int) -> dict:
+def wait_for_a_running_part(platform, collection: str) -> dict:
+    """A part of the import of `collection` that a worker is running (the job is found by its
+    collection, so this can start before the command that queues it has answered)."""
     deadline = time.monotonic() + WAIT_SECONDS
+    parts: list[dict] = []
     while time.monotonic() < deadline:
-        for part in parts(platform, job_id):
+        jobs = rows(platform, IMPORT_JOB_OF_COLLECTION, IMPORT_KIND, collection)
+        parts = child_jobs(platform, jobs[0][0]) if jobs else []
+        for part in parts:
             if part["status"] == "running" and part["worker"]:
                 return part
         time.sleep(0.05)
-    raise AssertionError(f"no part was seen running: {parts(platform, job_id)}")
+    raise AssertionError(f"no part was seen running: {parts}")
 
 
 @pytest.mark.django_db
