@@ -152,9 +152,23 @@ def annotator_rows(study: Study) -> list[dict]:
     )
     open_count = open_items.count()
     judgments = Judgment.objects.filter(item__study=study)
-    judged_open = _per_annotator(judgments.filter(item__in=open_items.values("pk")), Count("item", distinct=True))
-    done = _per_annotator(Judgment.objects.filter(item__in=formal, voided=False), Count("pk"))
-    last_judged = _per_annotator(judgments, Max("submitted_at"))
+    judged_open = (  # a finished study has no open item: spare the pass over its judgments
+        _per_annotator(judgments.filter(item__in=open_items.values("pk")), Count("item", distinct=True))
+        if open_count
+        else {}
+    )
+    # Judgments done and the last one submitted, in one pass over the study's judgments.
+    done_and_last = (
+        judgments.order_by()
+        .values_list("annotator")
+        .annotate(
+            done=Count("pk", filter=Q(voided=False) & ~Q(item__role=Item.Role.QUALIFICATION)),
+            last=Max("submitted_at"),
+        )
+        .values_list("annotator", "done", "last")
+    )
+    done = {annotator: count for annotator, count, _ in done_and_last}
+    last_judged = {annotator: last for annotator, _, last in done_and_last}
     last_claimed = _per_annotator(Assignment.objects.filter(item__study=study), Max("claimed_at"))
     flags = _per_annotator(AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True), Count("pk"))
     seconds = defaultdict(list)
