@@ -35,10 +35,8 @@ import argparse
 import json
 import os
 import shutil
-import signal
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -49,6 +47,7 @@ from benchmarks import paper_scale  # noqa: E402
 from benchmarks.sharded_runs import (  # noqa: E402
     last_json,
     manage,
+    scratch_platform,
     start_workers,
     wait_for_job,
     wait_until_workers_answer,
@@ -96,11 +95,13 @@ def write_collection(arguments, path: Path) -> int:
     return paper_scale.write_relic_file(sources, arguments.books, paper_scale.queries_per_set(), path)
 
 
-def write_birco_pools(data: Path, target: Path, pools: int) -> None:
-    """BIRCO's RELiC dev set cut to `pools` queries with their pools, as a BEIR folder."""
+def write_birco_pools(data: Path, target: Path, pools: int) -> int:
+    """BIRCO's RELiC dev set cut to `pools` queries with their pools, as a BEIR folder; returns
+    how many texts (passages and queries) a dense run over it encodes."""
     from benchmarks.dense_encode import birco_style_folder
 
-    birco_style_folder(data / "birco-relic-dev", pools, target)
+    passages, queries = birco_style_folder(data / "birco-relic-dev", pools, target)
+    return len(passages) + len(queries)
 
 
 def worker_peak_mib(workers: list[subprocess.Popen]) -> float:
@@ -278,31 +279,14 @@ def print_table(figures: dict, shares: dict) -> None:
 
 def main() -> None:
     arguments = parse_arguments()
-    signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"stopped by signal {signum}"))
-    folder = Path(tempfile.mkdtemp(prefix="marginalia-trec-scale-"))
-    database_url = arguments.database_url or f"sqlite:///{folder / 'db.sqlite3'}"
-    os.environ.update(DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="marginalia.settings")
-    import django
-
-    django.setup()  # this process reads the database; manage.py calls and the workers do the work
-    from jobs.management.commands.run_platform import broker_environment, free_port, start_redis, stop_process
-
     dense = arguments.dense or cuda_available()
-    redis_process, redis_url = start_redis(free_port())
-    env = {
-        **os.environ,
-        "MARGINALIA_DATA_DIR": str(folder / "data"),
-        "MARGINALIA_RUN_SHARDS": str(arguments.shards),
-        "HF_HUB_OFFLINE": "1",
-        **broker_environment(redis_url),
-    }
-    try:
-        manage(env, "migrate", "--noinput", "-v", "0")
+    with scratch_platform(arguments.database_url, arguments.shards, "marginalia-trec-scale-") as platform:
+        folder, env, redis_url, database_url = platform
         queries = write_collection(arguments, folder / "relic.json")
-        birco = None
+        birco, dense_texts = None, 0
         if dense:
             birco = folder / "birco"
-            write_birco_pools(arguments.data, birco, 4 if arguments.tiny else 50)
+            dense_texts = write_birco_pools(arguments.data, birco, 4 if arguments.tiny else 50)
             manage(env, "import_beir", birco, "--collection", "birco")
         device = ("on CUDA" if cuda_available() else "on CPU") if dense else "off"
         print(
@@ -312,13 +296,10 @@ def main() -> None:
         )
         steps = measure_workers(arguments, env, folder, folder / "relic.json", birco, redis_url)
         annotators = measure_annotators(arguments)
-    finally:
-        stop_process(redis_process)
-        shutil.rmtree(folder, ignore_errors=True)
     shares = {
         "import": arguments.books / paper_scale.RELIC_BOOKS,
         "bm25": queries / paper_scale.RELIC_QUERIES,
-        "dense": (2502 + 50) / (FULL_RELIC_WINDOWS + paper_scale.RELIC_QUERIES),  # BIRCO's texts against RELiC's
+        "dense": dense_texts / (FULL_RELIC_WINDOWS + paper_scale.RELIC_QUERIES),
     }
     figures = {name: with_speedups(step, shares[name]) for name, step in steps.items()}
     figures["annotators"] = annotators
