@@ -5,7 +5,7 @@ annotation.services."""
 
 from django.contrib import admin
 
-from .models import AnnotatorProfile, Assignment, Item, ItemCandidate, Judgment, Study
+from .models import AnnotatorProfile, Assignment, Item, ItemCandidate, Judgment, Study, StudyGrant
 
 
 class ReadOnlyAdmin(admin.ModelAdmin):
@@ -78,6 +78,13 @@ class JudgmentAdmin(ReadOnlyAdmin):
 
 @admin.register(AnnotatorProfile)
 class AnnotatorProfileAdmin(admin.ModelAdmin):
-    list_display = ["user", "expertise", "blocked"]
-    list_filter = ["blocked"]
+    list_display = ["user", "expertise", "blocked", "only_granted"]
+    list_filter = ["blocked", "only_granted"]
     search_fields = ["user__username", "expertise"]
+
+
+@admin.register(StudyGrant)
+class StudyGrantAdmin(admin.ModelAdmin):
+    list_display = ["study", "annotator", "item_quota", "created_at"]
+    list_filter = ["study"]
+    search_fields = ["annotator__username"]

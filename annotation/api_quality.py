@@ -19,6 +19,8 @@ from rest_framework.pagination import PageNumberPagination
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from retrieval.fields import AsciiIntegerField
+
 from .models import AnnotatorFlag, Item, ItemCandidate, PeerReview, Study, StudyBlock
 from .services import annotator_refusal
 from .services.qualification import qualification_state
@@ -59,15 +61,15 @@ class BlockSerializer(serializers.Serializer):
 class AdjudicationSerializer(serializers.Serializer):
     """The final answer: a candidate id or position (proxy), a label, or selected positions."""
 
-    candidate = serializers.IntegerField(required=False)
-    position = serializers.IntegerField(required=False, min_value=0)
+    candidate = AsciiIntegerField(required=False)
+    position = AsciiIntegerField(required=False, min_value=0)
     label = serializers.JSONField(required=False)
-    selections = serializers.ListField(child=serializers.IntegerField(min_value=0), required=False)
+    selections = serializers.ListField(child=AsciiIntegerField(min_value=0), required=False)
     note = serializers.CharField(allow_blank=True, default="")
 
 
 class SampleSerializer(serializers.Serializer):
-    seed = serializers.IntegerField(required=False)
+    seed = AsciiIntegerField(required=False)
 
 
 class DesignateSerializer(serializers.Serializer):
@@ -75,10 +77,10 @@ class DesignateSerializer(serializers.Serializer):
     answers, item id -> label or positions, for label kinds)."""
 
     role = serializers.ChoiceField(choices=DESIGNATABLE_ROLES)
-    count = serializers.IntegerField(required=False, min_value=1)
-    items = serializers.ListField(child=serializers.IntegerField(), required=False)
+    count = AsciiIntegerField(required=False, min_value=1)
+    items = serializers.ListField(child=AsciiIntegerField(), required=False)
     expected = serializers.DictField(child=serializers.JSONField(), required=False)
-    seed = serializers.IntegerField(required=False)
+    seed = AsciiIntegerField(required=False)
 
 
 class VerdictSerializer(serializers.Serializer):

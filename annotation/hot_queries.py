@@ -14,7 +14,17 @@ from enum import Enum
 
 from django.db import connection
 
-from .models import LIVE_ASSIGNMENT_STATES, AnnotatorProfile, Assignment, Item, Judgment, PeerReview, Study, StudyBlock
+from .models import (
+    LIVE_ASSIGNMENT_STATES,
+    AnnotatorProfile,
+    Assignment,
+    Item,
+    Judgment,
+    PeerReview,
+    Study,
+    StudyBlock,
+    StudyGrant,
+)
 
 # Claims that keep an item from being served to the same annotator again.
 NOT_AGAIN_STATES = (*LIVE_ASSIGNMENT_STATES, Assignment.State.SKIPPED)
@@ -27,6 +37,9 @@ _PEER_REVIEW = PeerReview._meta.db_table
 _STUDY_ANNOTATORS = Study.annotators.through._meta.db_table
 _STUDY_BLOCK = StudyBlock._meta.db_table
 _PROFILE = AnnotatorProfile._meta.db_table
+_GRANT = StudyGrant._meta.db_table
+# The account's own quota in the study (a crowd participant's), NULL without one.
+_GRANT_QUOTA = f"(SELECT item_quota FROM {_GRANT} WHERE study_id = %s AND annotator_id = %s)"
 
 
 def _placeholders(values) -> str:
@@ -46,33 +59,33 @@ def _row(sql: str, params: list) -> tuple:
 
 def standing(study_id: int, annotator_id: int) -> dict:
     """Whether the study lists annotators, lists this one, blocks this one, and whether this one
-    is blocked everywhere, and the one study this account is bound to (a crowd participant's), if any."""
-    has_list, listed, blocked_here, blocked_everywhere, only_study_id = _row(
+    is blocked everywhere, works only on the studies granted to it, has this study granted, and
+    the quota its grant carries here (a crowd participant's), if any."""
+    row = _row(
         f"SELECT EXISTS(SELECT 1 FROM {_STUDY_ANNOTATORS} WHERE study_id = %s),"
         f" EXISTS(SELECT 1 FROM {_STUDY_ANNOTATORS} WHERE study_id = %s AND user_id = %s),"
         f" EXISTS(SELECT 1 FROM {_STUDY_BLOCK} WHERE study_id = %s AND annotator_id = %s),"
         f" EXISTS(SELECT 1 FROM {_PROFILE} WHERE user_id = %s AND blocked = %s),"
-        f" (SELECT only_study_id FROM {_PROFILE} WHERE user_id = %s)",
-        [study_id, study_id, annotator_id, study_id, annotator_id, annotator_id, True, annotator_id],
+        f" EXISTS(SELECT 1 FROM {_PROFILE} WHERE user_id = %s AND only_granted = %s),"
+        f" EXISTS(SELECT 1 FROM {_GRANT} WHERE study_id = %s AND annotator_id = %s),"
+        f" {_GRANT_QUOTA}",
+        [study_id, study_id, annotator_id, study_id, annotator_id, annotator_id, True, annotator_id, True]
+        + [study_id, annotator_id] * 2,
     )
-    return {
-        "has_list": bool(has_list),
-        "listed": bool(listed),
-        "blocked_here": bool(blocked_here),
-        "blocked_everywhere": bool(blocked_everywhere),
-        "only_study_id": only_study_id,
-    }
+    *flags, item_quota = row
+    names = ("has_list", "listed", "blocked_here", "blocked_everywhere", "only_granted", "granted")
+    return {**{name: bool(value) for name, value in zip(names, flags)}, "item_quota": item_quota}
 
 
-def progress_counts(study_id: int, annotator_id: int) -> tuple[int, int]:
-    """(judged by the annotator, formal items of the study)."""
-    done, total = _row(
+def progress_counts(study_id: int, annotator_id: int) -> tuple[int, int, int | None]:
+    """(judged by the annotator, formal items of the study, the quota of their grant there or None)."""
+    return _row(
         f"SELECT (SELECT COUNT(*) FROM {_JUDGMENT} j JOIN {_ITEM} i ON i.id = j.item_id"
         f"         WHERE i.study_id = %s AND j.annotator_id = %s),"
-        f" (SELECT COUNT(*) FROM {_ITEM} WHERE study_id = %s AND role <> %s)",
-        [study_id, annotator_id, study_id, Item.Role.QUALIFICATION],
+        f" (SELECT COUNT(*) FROM {_ITEM} WHERE study_id = %s AND role <> %s),"
+        f" {_GRANT_QUOTA}",
+        [study_id, annotator_id, study_id, Item.Role.QUALIFICATION, study_id, annotator_id],
     )
-    return done, total
 
 
 def claimable_item_ids(study: Study, annotator_id: int, limit: int | None = None) -> list[int]:

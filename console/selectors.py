@@ -13,10 +13,12 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Max, Q
 
 from annotation.label_schema import study_schema
-from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study
+from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Pool, Study
 from annotation.selectors import query_display_text, span_target_text
+from annotation.services.preference_scheduling import adaptive_progress, design_of, is_adaptive
 from annotation.ui_selectors import staff_study_items
-from retrieval.metrics import METRICS, RECALL_CUTOFFS, run_metrics
+from evaluation.leaderboard_exports import best_means, ranked_run_ids, run_letters, significance_marks
+from retrieval.metrics import METRICS, RECALL_CUTOFFS, run_coverage, run_metrics
 from retrieval.models import Run, RunQuery
 
 QUERIES_PER_PAGE = 100
@@ -28,9 +30,16 @@ PREVIEW_CHARACTERS = 160
 
 
 def metric_rows(summary: dict) -> list[dict]:
-    """One row per metric of an evaluate_run summary: name, mean and standard error."""
+    """One row per metric of an evaluate_run summary: name, mean, standard error and whether
+    the figure read ranks past the stored hits (`beyond_depth`)."""
+    beyond = set(summary.get("beyond_depth", ()))
     return [
-        {"name": name, "value": summary["metrics"].get(name), "stderr": summary["stderr"].get(name)}
+        {
+            "name": name,
+            "value": summary["metrics"].get(name),
+            "stderr": summary["stderr"].get(name),
+            "beyond_depth": name in beyond,
+        }
         for name in METRICS
         if name in summary["metrics"]
     ]
@@ -52,9 +61,10 @@ def query_preview(query) -> str:
     return text if len(text) <= PREVIEW_CHARACTERS else text[: PREVIEW_CHARACTERS - 1] + "…"
 
 
-def run_query_rows(run: Run, page_number) -> tuple[list[dict], object]:
+def run_query_rows(run: Run, page_number, judged: dict | None = None) -> tuple[list[dict], object]:
     """One page of the run's queries in collection order: preview, quote length, candidate-set
-    size, relevant passages and the rank of the best-ranked one (None: no relevant passage)."""
+    size, relevant passages, the rank of the best-ranked one (None: no relevant passage) and,
+    from `judged` (judged_per_query), its Judged@10 (None: a query the qrels do not judge)."""
     results = RunQuery.objects.filter(run=run).select_related("query").order_by("query__ordinal", "query_id")
     page = Paginator(results, QUERIES_PER_PAGE).get_page(page_number)
     rows = [
@@ -64,6 +74,7 @@ def run_query_rows(run: Run, page_number) -> tuple[list[dict], object]:
             "candidates": result.candidates,
             "relevant": len(result.relevant_ranks),
             "gold_rank": min(result.relevant_ranks.values(), default=None),
+            "judged": (judged or {}).get(result.query.external_id, {}).get("10"),
         }
         for result in page
     ]
@@ -81,10 +92,24 @@ def by_length_table(by_quote_length: dict) -> dict:
     return {"lengths": lengths, "by_length": rows if lengths else []}
 
 
-def run_page(run: Run, page_number=1) -> dict:
+def coverage_rows(coverage: dict) -> list[dict]:
+    """run_coverage's figures as table rows: depth, mean Judged@k, standard error, queries below."""
+    figures = coverage["coverage"]
+    return [
+        {"depth": key, "value": value, "stderr": figures["stderr"][key], "below": figures["queries_below"][key]}
+        for key, value in coverage["judged"].items()
+    ]
+
+
+def run_page(run: Run, page_number=1, qrels: str | None = None, threshold=None) -> dict:
+    """Everything the run page shows; its coverage under `qrels` (default the collection's own)
+    with a warning below `threshold` (InputError on a bad source or threshold)."""
     report = run_metrics(run)
-    rows, page = run_query_rows(run, page_number)
+    coverage = run_coverage(run, qrels, threshold) if report else None
+    rows, page = run_query_rows(run, page_number, coverage["judged_per_query"] if coverage else None)
     return {
+        "coverage": coverage,
+        "coverage_rows": coverage_rows(coverage) if coverage else [],
         "report": report,
         "metrics": metric_rows(report) if report else [],
         "recall": recall_points(report) if report else [],
@@ -94,16 +119,82 @@ def run_page(run: Run, page_number=1) -> dict:
     }
 
 
+# --- leaderboards --------------------------------------------------------------------------------
+
+
+def leaderboard_rows(board: dict) -> dict:
+    """A leaderboard turned for its page: one row per run, best first by the first measure,
+    each measure's cell with its mean, standard error, Judged@k, significance letters, whether
+    it is the column's best, and its leave-one-out value and rank change; the paired tests with
+    the runs' names; Kendall's tau per measure."""
+    letters, marks = run_letters(board), significance_marks(board)
+    loo = board.get("leave_one_out", {})
+    best = best_means(board)
+    rows = []
+    for place, run_id in enumerate(ranked_run_ids(board), 1):
+        entry = board["runs"][run_id]
+        cells = [
+            {
+                "name": name,
+                "value": entry["metrics"][name],
+                "stderr": entry["stderr"][name],
+                "judged_at": board["judged_at"][name],
+                "judged": entry["judged"][board["judged_at"][name]],
+                "marks": "".join(marks[name][run_id]),
+                "best": entry["metrics"][name] == best[name],
+                "loo": loo[run_id]["metrics"][name] if loo else None,
+                "rank_change": loo[run_id]["rank_change"][name] if loo else None,
+            }
+            for name in board["metrics"]
+        ]
+        rows.append(
+            {
+                "place": place,
+                "run_id": run_id,
+                "letter": letters[run_id],
+                "name": entry["name"],
+                "cells": cells,
+                "warning": entry["coverage_warning"],
+                "removed_pairs": loo[run_id]["removed_pairs"] if loo else None,
+            }
+        )
+    names = {run_id: entry["name"] for run_id, entry in board["runs"].items()}
+    tests = [
+        {
+            **test,
+            "a_name": names[test["a"]],
+            "b_name": names[test["b"]],
+            "significant": test["holm_pvalue"] < board["significance"],
+        }
+        for test in board["tests"]
+    ]
+    taus = [(name, board["kendall_tau"][name]) for name in board["metrics"]] if "kendall_tau" in board else []
+    columns = [{"name": name, "judged_at": board["judged_at"][name]} for name in board["metrics"]]
+    return {"columns": columns, "rows": rows, "tests": tests, "taus": taus}
+
+
 # --- studies -------------------------------------------------------------------------------------
 
 
 def study_facts(study: Study) -> dict:
     """What a label study asks (question, scale with its names, spans, rationale) and where its
-    items came from (source runs, depth, pools); empty for a proxy study."""
+    items came from (source runs, depth, pools); a preference study's schema, design and, when
+    adaptive, each query's progress; empty for a proxy study."""
     if study.kind == Study.Kind.PROXY:
         return {}
     schema = study_schema(study)
-    runs = Run.objects.filter(pk__in=study.parameters.get("runs") or []).select_related("retriever")
+    pooled = Pool.objects.filter(study=study).values_list("runs", flat=True).first()  # runs added later too
+    run_ids = pooled if pooled is not None else study.parameters.get("runs") or []
+    runs = Run.objects.filter(pk__in=run_ids).select_related("retriever")
+    if study.kind == Study.Kind.PREFERENCE:
+        return {
+            **schema,
+            "design": design_of(study),
+            "adaptive": adaptive_progress(study) if is_adaptive(study) else [],
+            "source_runs": list(runs),
+            "depth": study.parameters.get("depth"),
+            "use_pools": study.parameters.get("use_pools"),
+        }
     return {
         "question": schema["question"],
         "scale": schema["scale"],

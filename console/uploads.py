@@ -30,6 +30,7 @@ from jobs.models import Job
 from jobs.progress import Progress
 from jobs.services import create_job, dispatch, execute
 from retrieval.errors import InputError
+from retrieval.input_rules import character_problem, parse_id
 from retrieval.models import Collection
 
 from . import archives
@@ -135,6 +136,17 @@ register(
         help="qid Q0 docid rank score tag lines from any system: a named run of a collection (default: the file name).",
     )
 )
+register(
+    UploadKind(
+        "answers",
+        "Generated answers (JSONL)",
+        (".jsonl",),
+        importer="console.upload_importers.import_answers_upload",
+        options=("name", "collection"),
+        help="One answer per line {query, system, text}: into an answers collection (default name: the file's), "
+        "one run per system; queries copied from the collection chosen, or the rows' query_text.",
+    )
+)
 
 
 def _suffix_ok(kind: UploadKind, filename: str) -> bool:
@@ -150,15 +162,21 @@ def _archive_stem(filename: str) -> str:
 
 
 def _clean_options(kind: UploadKind, options: dict) -> dict:
+    """The kind's options as the input rule takes them: text without NUL or lone surrogates,
+    required ones present, ids written in ASCII digits and naming an existing row."""
     cleaned = {name: str(options.get(name) or "").strip() for name in kind.options}
+    for name, value in cleaned.items():
+        if problem := character_problem(value):
+            raise InputError(problem[1], field=name)
     for name in kind.required:
         if not cleaned[name]:
             raise InputError(f"{OPTION_LABELS[name].lower()} is required for a {kind.label} upload", field=name)
     for name, model in (("collection", Collection), ("study", Study)):
         if cleaned.get(name):
-            if not cleaned[name].isdigit() or not model.objects.filter(pk=int(cleaned[name])).exists():
+            row_id = parse_id(cleaned[name])
+            if row_id is None or not model.objects.filter(pk=row_id).exists():
                 raise InputError(f"no {name} with id {cleaned[name]!r}", field=name)
-            cleaned[name] = int(cleaned[name])
+            cleaned[name] = row_id
     return {name: value for name, value in cleaned.items() if value != ""}
 
 
@@ -174,6 +192,8 @@ def queue_upload(kind_name: str, uploaded, options: dict, user=None) -> Job:
         raise InputError(f"unknown upload kind {kind_name!r}; use one of: {', '.join(UPLOAD_KINDS)}", field="kind")
     if uploaded is None:
         raise InputError("choose a file to upload", field="file")
+    if problem := character_problem(uploaded.name):
+        raise InputError(f"the file's name {problem[1]}", field="file")
     filename = get_valid_filename(Path(uploaded.name).name) or "upload"
     limit = settings.MARGINALIA_UPLOAD_MAX_BYTES
     if uploaded.size > limit:

@@ -3,8 +3,9 @@ errors, and for every pair of runs and every metric a paired t-test, a paired ra
 (sign-flip permutation) test and the Holm-Bonferroni correction across the pairs.
 
 Decisions:
-- Only queries every run can be scored on count (the runs' common evaluable queries), so the
-  tests are paired; how many there are is reported.
+- The queries are the collection's judged queries under the chosen qrels; a judged query a run
+  did not rank scores 0 (trec_eval -c, ir-measures), so every run has a value for every query
+  and the tests are paired; how many there are is reported.
 - The permutation test flips the sign of each query's difference: exactly over all 2^n sign
   patterns when n <= EXACT_LIMIT, else over `permutations` seeded draws, with p = (hits + 1) /
   (draws + 1) so a sampled p is never 0. Two-sided: |mean| at least the observed one.
@@ -23,8 +24,10 @@ import numpy as np
 from scipy import stats
 
 from retrieval.errors import InputError
-from retrieval.metrics import parse_metrics, run_outcomes, standard_error
+from retrieval.metrics import measures_for, run_outcomes, standard_error
 from retrieval.models import Run
+from retrieval.qrels_sources import load_qrels
+from retrieval.selectors import require_done
 
 EXACT_LIMIT = 16
 DEFAULT_PERMUTATIONS = 10_000
@@ -80,20 +83,66 @@ def holm(pvalues: Sequence[float]) -> list[float]:
     return adjusted
 
 
-def _runs(run_ids: Sequence) -> list[Run]:
+def collection_runs(run_ids: Sequence) -> list[Run]:
+    """The runs named, in the order given: at least two, finished, each once, of one collection."""
     if len(run_ids) < 2:
         raise InputError("compare at least two runs", field="runs")
     runs = []
     for run_id in run_ids:
         try:
             runs.append(Run.objects.select_related("collection", "retriever").get(pk=int(run_id)))
-        except (ValueError, TypeError, Run.DoesNotExist):
+        except (ValueError, TypeError, OverflowError, Run.DoesNotExist):
             raise InputError(f"no run with id {run_id!r}", field="runs") from None
     if len({run.pk for run in runs}) != len(runs):
         raise InputError("a run is named twice", field="runs")
     if len({run.collection_id for run in runs}) != 1:
         raise InputError("the runs belong to different collections", field="runs")
+    for run in runs:
+        require_done(run, field="runs")
     return runs
+
+
+def run_label(run: Run) -> str:
+    return run.name or str(run.retriever)
+
+
+def paired_tests(
+    columns: dict[int, dict[str, list[float | None]]],
+    keys: Sequence[str],
+    *,
+    permutations: int = DEFAULT_PERMUTATIONS,
+    seed: int = 0,
+) -> list[dict]:
+    """For every metric and every pair of runs (in `columns`' order), the paired t-test and the
+    permutation test of their per-query values, and Holm's correction across the pairs of each
+    metric. A query without a value (mean rank on a query without a relevant passage: the same
+    for every run) is left out of the pair."""
+    tests = []
+    for key in keys:
+        rows = []
+        for a, b in itertools.combinations(columns, 2):
+            pairs = [(x, y) for x, y in zip(columns[a][key], columns[b][key], strict=True) if None not in (x, y)]
+            first, second = [x for x, _ in pairs], [y for _, y in pairs]
+            rows.append(
+                {
+                    "a": a,
+                    "b": b,
+                    "metric": key,
+                    "difference": float(np.mean(first) - np.mean(second)) if pairs else 0.0,
+                    "t_pvalue": paired_t_pvalue(first, second),
+                    "permutation_pvalue": permutation_pvalue(first, second, permutations=permutations, seed=seed),
+                }
+            )
+        for row, adjusted in zip(rows, holm([row["permutation_pvalue"] for row in rows]), strict=True):
+            row["holm_pvalue"] = adjusted
+        tests += rows
+    return tests
+
+
+def column_summary(values: Sequence[float | None]) -> tuple[float | None, float | None]:
+    """Mean and standard error of the values that exist."""
+    present = [value for value in values if value is not None]
+    return (float(np.mean(present)) if present else None), standard_error(present)
 
 
 def compare_runs(
@@ -102,52 +151,39 @@ def compare_runs(
     *,
     permutations: int = DEFAULT_PERMUTATIONS,
     seed: int = 0,
+    qrels: str | None = None,
 ) -> dict:
-    """Every run's metrics on the runs' common queries and the paired tests between every pair:
-    keys `runs` (run id -> {name, metrics, stderr}), `queries` (how many are common), `metrics`
-    (the keys), `per_query` (run id -> metric -> values in query order), `query_ids` and `tests`
-    (a list of {a, b, metric, difference (mean of a - b), t_pvalue, permutation_pvalue,
-    holm_pvalue})."""
-    keys = parse_metrics(metrics)
-    runs = _runs(run_ids)
-    values: dict[int, dict[str, dict[str, float]]] = {}
-    for run in runs:
-        outcomes, _ = run_outcomes(run, keys)
-        values[run.pk] = {outcome.query.external_id: outcome.metrics(keys) for outcome in outcomes}
-    common = [query for query in values[runs[0].pk] if all(query in values[run.pk] for run in runs)]
-    if len(common) < 2:
-        raise InputError(f"the runs share {len(common)} evaluable queries; at least 2 are needed", field="runs")
-    columns = {run.pk: {key: [values[run.pk][query][key] for query in common] for key in keys} for run in runs}
-    tests = []
-    for key in keys:
-        rows = []
-        for a, b in itertools.combinations(runs, 2):
-            first, second = columns[a.pk][key], columns[b.pk][key]
-            rows.append(
-                {
-                    "a": a.pk,
-                    "b": b.pk,
-                    "metric": key,
-                    "difference": float(np.mean(first) - np.mean(second)),
-                    "t_pvalue": paired_t_pvalue(first, second),
-                    "permutation_pvalue": permutation_pvalue(first, second, permutations=permutations, seed=seed),
-                }
-            )
-        for row, adjusted in zip(rows, holm([row["permutation_pvalue"] for row in rows]), strict=True):
-            row["holm_pvalue"] = adjusted
-        tests += rows
+    """Every run's metrics on the collection's judged queries (`qrels`: a source name, default
+    the collection's own; a judged query a run did not rank scores 0, so every run has every
+    query) and the paired tests between every pair: keys `runs` (run id -> {name, metrics,
+    stderr}), `queries`, `metrics` (the keys), `per_query` (run id -> metric -> values in query
+    order), `query_ids` and `tests` (paired_tests)."""
+    runs = collection_runs(run_ids)
+    judged = load_qrels(runs[0].collection, qrels)
+    measures = measures_for(metrics, judged)
+    keys = [measure.key for measure in measures]
+    outcomes = {run.pk: run_outcomes(run, judged, measures) for run in runs}
+    query_ids = [outcome.query.external_id for outcome in outcomes[runs[0].pk]]
+    if len(query_ids) < 2:
+        raise InputError(f"the runs share {len(query_ids)} judged queries; at least 2 are needed", field="runs")
+    columns = {
+        run.pk: {measure.key: [outcome.value(measure) for outcome in outcomes[run.pk]] for measure in measures}
+        for run in runs
+    }
+    summaries = {run.pk: {key: column_summary(columns[run.pk][key]) for key in keys} for run in runs}
     return {
-        "queries": len(common),
-        "query_ids": common,
-        "metrics": list(keys),
+        "queries": len(query_ids),
+        "query_ids": query_ids,
+        "qrels": judged.source,
+        "metrics": keys,
         "runs": {
             run.pk: {
-                "name": run.name or str(run.retriever),
-                "metrics": {key: float(np.mean(columns[run.pk][key])) for key in keys},
-                "stderr": {key: standard_error(columns[run.pk][key]) for key in keys},
+                "name": run_label(run),
+                "metrics": {key: summaries[run.pk][key][0] for key in keys},
+                "stderr": {key: summaries[run.pk][key][1] for key in keys},
             }
             for run in runs
         },
         "per_query": columns,
-        "tests": tests,
+        "tests": paired_tests(columns, keys, permutations=permutations, seed=seed),
     }

@@ -1,6 +1,6 @@
 """Asking for evaluation's results from a page or the API: a study's report (the cached one, one
-computed now for a small study, or a job for a large one), a relevance study's qrels, and a
-comparison of runs.
+computed now for a small study, or a job for a large one), a relevance study's qrels, a
+comparison of runs, a leaderboard and a collection's bundle.
 
 Every process loads the URLconf at start (the system checks before each management command,
 each Celery worker, each web worker), so the views import this module and not the modules that
@@ -11,8 +11,8 @@ in the process that first asks for them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
-from typing import TYPE_CHECKING
+from collections.abc import Iterable, Iterator, Sequence
+from typing import TYPE_CHECKING, BinaryIO
 
 from celery import signature
 from django.conf import settings
@@ -20,13 +20,16 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from annotation.models import Study
+from evaluation import alerts
 from evaluation.models import StudyReport
 from evaluation.selectors import report_fingerprint
 from jobs.models import Job
 from jobs.services import create_job, dispatch
 from judges.models import Judge
 from retrieval.errors import InputError
-from retrieval.models import Run
+from retrieval.input_rules import parse_integer
+from retrieval.models import Collection, Run
+from retrieval.qrels_sources import Qrels
 from retrieval.selectors import get_run, require_done
 
 if TYPE_CHECKING:
@@ -38,6 +41,10 @@ REPORT_TASK = "evaluation.tasks.compute_study_report"
 STUDY_REPORT = "evaluation.services.study_report"
 RELEVANCE_QRELS = "evaluation.qrels.relevance_qrels"
 COMPARE_RUNS = "evaluation.comparison.compare_runs"
+LEADERBOARD = "evaluation.leaderboard.leaderboard"
+BUNDLE_ARCHIVE = "evaluation.bundles.bundle_archive"
+STUDY_AGGREGATION = "evaluation.label_aggregation.study_aggregation"
+SOFT_LABEL_ROWS = "evaluation.label_aggregation.soft_label_rows"
 
 
 def requested_run_ids(values: Iterable[str]) -> list[str]:
@@ -80,11 +87,15 @@ def stored_payload(study: Study, model_runs: Sequence[Run], fingerprint: str) ->
 
 
 def _computed_and_stored(study: Study, model_runs: Sequence[Run], fingerprint: str) -> dict:
+    """A fresh report, stored; its agreement figures are checked against the study's thresholds
+    (evaluation.alerts) in the same transaction."""
     payload = import_string(STUDY_REPORT)(study, model_runs)
     with transaction.atomic():
         StudyReport.objects.update_or_create(
             study=study, model_runs_key=runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
         )
+        if alerts.watched(study):
+            alerts.check(study, alerts.figures_from_report(payload))
     return payload
 
 
@@ -129,6 +140,34 @@ def relevance_qrels(
     return import_string(RELEVANCE_QRELS)(study, aggregate, source, judge)
 
 
-def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None) -> dict:
+def requested_seed(value: str | None) -> int | None:
+    """`?seed=` as a whole number, or None for the study's seed."""
+    if value is None or value == "":
+        return None
+    return parse_integer(value.strip(), field="seed")
+
+
+def study_aggregation(study: Study, method: str, seed: int | None = None) -> dict:
+    """evaluation.label_aggregation.study_aggregation: one label per item by `method`, with the
+    annotators' competence and the items' posteriors."""
+    return import_string(STUDY_AGGREGATION)(study, method, seed)
+
+
+def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Iterator[dict]:
+    """evaluation.label_aggregation.soft_label_rows: every aggregated item with its posterior."""
+    return import_string(SOFT_LABEL_ROWS)(study, method, seed)
+
+
+def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None, qrels: str | None = None) -> dict:
     """evaluation.comparison.compare_runs: the runs' metrics, standard errors and paired tests."""
-    return import_string(COMPARE_RUNS)(run_ids, metrics)
+    return import_string(COMPARE_RUNS)(run_ids, metrics, qrels=qrels)
+
+
+def leaderboard(collection: Collection, run_ids: Sequence, **options) -> dict:
+    """evaluation.leaderboard.leaderboard: the runs ranked under one qrels source."""
+    return import_string(LEADERBOARD)(collection, run_ids, **options)
+
+
+def bundle_archive(collection: Collection, qrels: Qrels) -> BinaryIO:
+    """evaluation.bundles.bundle_archive: the collection's bundle as a zip in a temporary file."""
+    return import_string(BUNDLE_ARCHIVE)(collection, qrels)

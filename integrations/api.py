@@ -3,6 +3,7 @@ link and participants) and webhooks (registration and the delivery log). Everyth
 staff-only (IsAdminUser): annotators and crowd participants get 403."""
 
 from django.conf import settings
+from django.db import transaction
 from django.shortcuts import get_object_or_404
 from django.utils import timezone
 from drf_spectacular.plumbing import build_array_type, build_basic_type
@@ -12,10 +13,11 @@ from rest_framework import permissions, status
 from rest_framework.authtoken.models import Token
 from rest_framework.authtoken.views import ObtainAuthToken
 from rest_framework.response import Response
-from rest_framework.throttling import ScopedRateThrottle
 from rest_framework.views import APIView
 
 from annotation.models import Study
+from marginalia.public_address import public_address
+from marginalia.throttling import SharedScopedRateThrottle
 
 from .models import CrowdLink, Invitation, Webhook
 from .selectors import delivery_row, invitation_row, participant_rows, webhook_row
@@ -28,8 +30,9 @@ from .serializers import (
     WebhookSerializer,
 )
 from .services.crowd import completion_url, configure_crowd_link, screen_out, study_url
-from .services.invitations import invite_annotator, set_recruiting
-from .services.webhooks import register_webhook
+from .services.invitations import invite_annotator
+from .services.recruiting import grant_access, granted_accounts, set_only_granted, set_recruiting
+from .services.webhooks import register_webhook, set_webhook_active
 
 # A JSON array of objects, for the schema (several endpoints answer with plain rows).
 ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
@@ -38,11 +41,12 @@ ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
 class TokenView(ObtainAuthToken):
     """POST `{username, password}` → `{token}`: the API token of an active account (created on
     first use), for scripts and the Python client. Throttled per client address (scope "token",
-    MARGINALIA_TOKEN_RATE): a 429 carries Retry-After; wrong passwords count towards the sign-in
-    lockout (django-axes). A token past MARGINALIA_TOKEN_DAYS is replaced by a new one. Crowd
+    MARGINALIA_TOKEN_RATE, counted once for all web processes): a 429 carries Retry-After; wrong
+    passwords count towards the sign-in lockout (django-axes). A token past MARGINALIA_TOKEN_DAYS
+    is replaced by a new one; a password change revokes it (integrations.identity). Crowd
     participants have no password, so they never get one."""
 
-    throttle_classes = [ScopedRateThrottle]
+    throttle_classes = [SharedScopedRateThrottle]
     throttle_scope = "token"
 
     def post(self, request, *args, **kwargs):
@@ -77,14 +81,9 @@ class InvitationsView(StaffAPIView):
     def post(self, request):
         form = InvitationCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        issued = invite_annotator(
-            studies=form.validated_data["studies"],
-            email=form.validated_data["email"],
-            created_by=request.user,
-            send=form.validated_data["send"],
-            base_url=request.build_absolute_uri("/"),
-        )
-        body = {**invitation_row(issued.invitation), "url": request.build_absolute_uri(issued.path)}
+        base_url = public_address(request)
+        issued = invite_annotator(**form.validated_data, created_by=request.user, base_url=base_url)
+        body = {**invitation_row(issued.invitation), "url": issued.url(base_url)}
         return Response(body, status=status.HTTP_201_CREATED)
 
 
@@ -93,11 +92,15 @@ def _recruiting(study: Study) -> dict:
         "study": study.pk,
         "annotators": sorted(study.annotators.values_list("username", flat=True)),
         "max_items_per_annotator": study.max_items_per_annotator,
+        "granted": granted_accounts(study),
     }
 
 
 class RecruitingView(StaffAPIView):
-    """A study's named annotators (empty: everyone) and per-annotator cap (null: none)."""
+    """A study's named annotators (empty: everyone), per-annotator cap (null: none) and the
+    accounts it was granted to (invitations, staff): PATCH names, caps (a cap below what someone
+    has judged needs `confirm_below_done`), grants access to existing accounts, and widens or
+    narrows accounts' scope."""
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk: int):
@@ -108,18 +111,24 @@ class RecruitingView(StaffAPIView):
         study = get_object_or_404(Study, pk=pk)
         form = RecruitingSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        set_recruiting(study, **form.validated_data)
+        data = dict(form.validated_data)
+        grant, widen, narrow = (data.pop(key, []) for key in ("grant", "widen", "narrow"))
+        with transaction.atomic():
+            set_recruiting(study, **data)
+            grant_access(study, grant)
+            set_only_granted(widen, False)
+            set_only_granted(narrow, True)
         return Response(_recruiting(study))
 
 
 def _crowd_link(link: CrowdLink, request) -> dict:
     return {
         "study": link.study_id,
-        "url": study_url(link, request.build_absolute_uri("/")),
+        "url": study_url(link, public_address(request)),
         "completion_code": link.completion_code,
         "completion_url": completion_url(link),
         "screened_out_code": link.screened_out_code,
-        "quota": Study.objects.values_list("max_items_per_annotator", flat=True).get(pk=link.study_id),
+        "quota": link.quota,
         "active": link.active,
     }
 
@@ -152,12 +161,14 @@ class ScreenOutView(StaffAPIView):
         form = ScreenOutSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         screened = screen_out(link, participant, by=request.user, reason=form.validated_data["reason"])
-        return Response({"participant": screened.external_id, "status": screened.status})
+        body = {"name": screened.user.username, "participant": screened.external_id, "status": screened.status}
+        return Response(body)
 
 
 class WebhooksView(StaffAPIView):
-    """GET: every webhook (with its secret, for the receiver's set-up). POST `{url, events,
-    study, secret}`: register one (private addresses refused unless allowed) → 201."""
+    """GET: every webhook (its secret's hint, never the secret). POST `{url, events, study,
+    secret}`: register one (odd URLs and private addresses refused) → 201 with the secret, the
+    only time it is shown."""
 
     @extend_schema(operation_id="webhooks_list", responses={200: ROWS})
     def get(self, request):
@@ -167,12 +178,13 @@ class WebhooksView(StaffAPIView):
     def post(self, request):
         form = WebhookSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        hook = register_webhook(**form.validated_data, created_by=request.user)
-        return Response(webhook_row(hook), status=status.HTTP_201_CREATED)
+        hook, secret = register_webhook(**form.validated_data, created_by=request.user)
+        return Response({**webhook_row(hook), "secret": secret}, status=status.HTTP_201_CREATED)
 
 
 class WebhookDetailView(StaffAPIView):
-    """GET one webhook; PATCH `{active}` pauses or resumes it; DELETE removes it and its log."""
+    """GET one webhook; PATCH `{active}` pauses (its queued deliveries end failed) or resumes
+    it; DELETE removes it and its log."""
 
     @extend_schema(responses={200: OpenApiTypes.OBJECT})
     def get(self, request, pk: int):
@@ -183,9 +195,7 @@ class WebhookDetailView(StaffAPIView):
         hook = get_object_or_404(Webhook, pk=pk)
         form = WebhookChangeSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        hook.active = form.validated_data["active"]
-        hook.save(update_fields=["active"])
-        return Response(webhook_row(hook))
+        return Response(webhook_row(set_webhook_active(hook, form.validated_data["active"])))
 
     @extend_schema(responses={204: None})
     def delete(self, request, pk: int):

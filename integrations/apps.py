@@ -6,5 +6,6 @@ class IntegrationsConfig(AppConfig):
     verbose_name = "Integrations: invitations, crowd participants, webhooks"
 
     def ready(self):
-        # Connect the webhook receivers to the lower apps' events (annotation.events, jobs.events).
-        from . import receivers  # noqa: F401
+        # Connect the webhook receivers to the lower apps' events (annotation.events, jobs.events),
+        # and the revocation of API tokens to password changes.
+        from . import identity, receivers  # noqa: F401

@@ -2,28 +2,27 @@
 
 from django.contrib.auth import get_user_model
 
-from annotation.models import Judgment, Study
+from annotation.models import Study
+from marginalia.public_address import public_address
 
-from .forms import AnnotatorsForm, CrowdLinkForm, InviteForm, ScreenOutForm
+from .forms import AnnotatorsForm, CrowdLinkForm, GrantForm, InviteForm, ScreenOutForm
 from .models import CrowdLink, Invitation, Participant, Webhook, WebhookDelivery
 from .services.crowd import study_url
+from .services.recruiting import formal_judgment_counts, granted_accounts, workers
 
 
 def participant_rows(link: CrowdLink) -> list[dict]:
-    """Each participant of a link with how many items they judged."""
+    """Each participant of a link by name ("Participant-N"), with their platform id for staff
+    who screen someone out, and how many formal items they judged (what the quota counts)."""
     participants = list(link.participants.select_related("user"))
-    judged = dict.fromkeys((p.user_id for p in participants), 0)
-    for user_id in Judgment.objects.filter(item__study=link.study, annotator_id__in=judged).values_list(
-        "annotator_id", flat=True
-    ):
-        judged[user_id] += 1
+    judged = formal_judgment_counts(link.study, [p.user for p in participants])
     return [
         {
+            "name": p.user.username,
             "participant": p.external_id,
             "platform_study": p.platform_study,
-            "session": p.session,
             "status": p.status,
-            "judged": judged[p.user_id],
+            "judged": judged.get(p.user.username, 0),
             "created_at": p.created_at,
             "completed_at": p.completed_at,
         }
@@ -35,6 +34,7 @@ def invitation_row(invitation: Invitation) -> dict:
     return {
         "id": invitation.pk,
         "email": invitation.email,
+        "only_invited_studies": invitation.only_invited_studies,
         "studies": sorted(invitation.studies.values_list("pk", flat=True)),
         "created_at": invitation.created_at,
         "expires_at": invitation.expires_at,
@@ -51,18 +51,22 @@ def recruiting_page(study: Study, request) -> dict:
         "annotators_form": AnnotatorsForm(
             initial={"annotators": study.annotators.all(), "max_items_per_annotator": study.max_items_per_annotator}
         ),
+        # Who has worked here and would be refused if staff named others (the page warns).
+        "workers": workers(study),
         "candidates": get_user_model().objects.filter(is_active=True, participant__isnull=True).count(),
+        "granted": granted_accounts(study),
+        "grant_form": GrantForm(),
         "invite_form": InviteForm(),
         "new_invitation_url": request.session.pop("new_invitation_url", None),
         "invitations": [invitation_row(i) for i in study.invitations.select_related("accepted_by")],
         "link": link,
-        "link_url": study_url(link, request.build_absolute_uri("/")) if link else None,
+        "link_url": study_url(link, public_address(request)) if link else None,
         "crowd_form": CrowdLinkForm(
             initial={
                 "completion_code": link.completion_code if link else "",
                 "completion_url": link.completion_url if link else "",
                 "screened_out_code": link.screened_out_code if link else "",
-                "quota": study.max_items_per_annotator,
+                "quota": link.quota if link else None,
                 "active": link.active if link else True,
             }
         ),
@@ -78,7 +82,7 @@ def webhook_row(hook: Webhook) -> dict:
         "url": hook.url,
         "events": hook.events,
         "study": hook.study_id,
-        "secret": hook.secret,
+        "secret_hint": hook.secret_hint,
         "active": hook.active,
         "created_at": hook.created_at,
     }

@@ -8,7 +8,7 @@ from celery import shared_task
 
 from jobs.services import send_task
 
-from .services.webhooks import deliver, deliver_due
+from .services.delivery import deliver, deliver_due
 
 logger = logging.getLogger(__name__)
 

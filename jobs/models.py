@@ -36,6 +36,11 @@ class Job(models.Model):
     heartbeat_at = models.DateTimeField(
         null=True, blank=True, help_text="Last sign of life of a running job (each progress report)."
     )
+    queued_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When its task was last sent to the broker: a job pending long after this may have lost its message.",
+    )
     parent = models.ForeignKey(
         "self",
         null=True,

@@ -28,4 +28,4 @@ def record_task_failure(sender=None, task_id=None, exception=None, **kwargs) -> 
     killed (out of memory, SIGKILL), Celery's main process reports WorkerLostError here, since
     with acks_late and reject_on_worker_lost off the task is not re-run by Celery itself."""
     for job_id in Job.objects.filter(celery_id=task_id, status__in=services.ACTIVE).values_list("pk", flat=True):
-        services.mark_failed(job_id, f"{type(exception).__name__}: {exception}")
+        services.mark_failed(job_id, services.failure_line(exception))

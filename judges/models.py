@@ -12,6 +12,7 @@ from django.db import models
 from django.db.models import Q
 
 from annotation.models import Item
+from outbound.fields import SealedField
 from retrieval.models import Passage, Query
 
 
@@ -24,8 +25,9 @@ class Judge(models.Model):
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField(default=1)
     backend = models.CharField(max_length=10, choices=Backend.choices)
-    # model / gguf_file, base_url, api_key_env (the NAME of an environment variable, never the key),
-    # temperature, seed, max_tokens, concurrency, batch_size, run (for the run backend).
+    # model / gguf_file, base_url, api_key_secret (the NAME of a JudgeSecret, never the key) or
+    # api_key_env (the name of an allowed environment variable), temperature, seed, max_tokens,
+    # concurrency, batch_size, retries, timeout, run (for the run backend).
     settings = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -35,14 +37,43 @@ class Judge(models.Model):
     class Meta:
         ordering = ["name", "-version"]
         constraints = [models.UniqueConstraint(fields=["name", "version"], name="judge_unique_version")]
+        # Staff run judges; pointing one at an endpoint, with a key, takes this as well.
+        permissions = [
+            (
+                "manage_judge_endpoints",
+                "Can register judges that call an endpoint, change their endpoint, and manage judge secrets",
+            )
+        ]
 
     def __str__(self):
         return f"{self.name} v{self.version}"
 
     @property
     def queue(self) -> str:
-        """Local models run where the GPU is; endpoints and runs only wait on the network or the database."""
-        return "gpu" if self.backend == self.Backend.LOCAL else "cpu"
+        """Local models run where the GPU is; endpoints and runs only wait on the network or the
+        database, for as long as a study takes, so on the "long" queue, never ahead of short work."""
+        return "gpu" if self.backend == self.Backend.LOCAL else "long"
+
+
+class JudgeSecret(models.Model):
+    """A named API key for judges (`settings.api_key_secret` names it), registered by staff who
+    hold judges.manage_judge_endpoints. The key is sealed (outbound.sealing) and write-only: no
+    page, API, export or error shows it again, only `hint` (its last characters)."""
+
+    name = models.CharField(max_length=64, unique=True)
+    sealed_value = SealedField()
+    hint = models.CharField(max_length=8, blank=True)
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
 
 
 class JudgeAnswer(models.Model):

@@ -8,10 +8,32 @@ import hashlib
 from django.db.models import Count, Max
 
 from annotation.models import Study
+from jobs.models import Job
+from jobs.services import ACTIVE
 
-from .models import Judge, JudgeAnswer
+from .models import Judge, JudgeAnswer, JudgeSecret
 from .prompts import prompts_folder
 from .services import current_answers, judge_tally, study_judges
+
+
+def judge_secret_row(secret: JudgeSecret) -> dict:
+    """What is shown of a judge secret: its name, a hint of its value and the judges naming it."""
+    return {
+        "id": secret.pk,
+        "name": secret.name,
+        "hint": secret.hint,
+        "judges": sorted(
+            set(Judge.objects.filter(settings__api_key_secret=secret.name).values_list("name", flat=True))
+        ),
+        "created_by": secret.created_by.username if secret.created_by else None,
+        "created_at": secret.created_at,
+        "updated_at": secret.updated_at,
+    }
+
+
+def judging_jobs(study: Study) -> list[Job]:
+    """The study's judging jobs still pending or running, oldest first: what the panel follows."""
+    return list(Job.objects.filter(kind="judge", parameters__study=study.pk, status__in=ACTIVE).order_by("pk"))
 
 
 def study_judge_results(study: Study) -> list[dict]:

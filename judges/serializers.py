@@ -1,5 +1,5 @@
-"""REST shapes for judges (staff only). A judge's settings show the NAME of the environment
-variable that holds its key, never a key."""
+"""REST shapes for judges (staff only). A judge's settings show the NAME of the judge secret
+that holds its key, never a key; a judge secret's value is write-only."""
 
 from rest_framework import serializers
 
@@ -33,3 +33,14 @@ class JudgingRequestSerializer(serializers.Serializer):
 
     def to_representation(self, job):
         return {"job": JobSerializer(job).data}
+
+
+class JudgeSecretSerializer(serializers.Serializer):
+    """POST /api/judge-secrets/: the value is taken, never given back (judges.secrets checks both)."""
+
+    name = serializers.CharField(max_length=64)
+    value = serializers.CharField(write_only=True, trim_whitespace=False, style={"input_type": "password"})
+
+
+class JudgeSecretChangeSerializer(serializers.Serializer):
+    value = serializers.CharField(write_only=True, trim_whitespace=False, style={"input_type": "password"})

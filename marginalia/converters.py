@@ -19,3 +19,14 @@ class DatabaseIdConverter:
 
     def to_url(self, value) -> str:
         return str(value)
+
+
+def database_id(text: str) -> int:
+    """A command's id argument (argparse's `type`), under the routes' rule: ASCII digits a
+    database can hold ('٣', '1_0' and 2**63 are refused: "invalid id value")."""
+    if not (text.isascii() and text.isdigit()):
+        raise ValueError(text)
+    return DatabaseIdConverter().to_python(text)
+
+
+database_id.__name__ = "id"

@@ -52,6 +52,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "axes",
     "drf_spectacular_sidecar",  # Swagger UI and Redoc served from our static files, no CDN
+    "outbound",
     "jobs",
     "retrieval",
     "annotation",
@@ -71,6 +72,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",
+    "jobs.middleware.BrokerUnavailableMiddleware",
 ]
 
 ROOT_URLCONF = "marginalia.urls"
@@ -127,16 +129,22 @@ AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
     {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
-# Login throttling (django-axes, attempts kept in the database so every web process sees them):
-# after MARGINALIA_LOGIN_FAILURE_LIMIT wrong passwords for one account, or from one address, every
-# sign-in there (/accounts/login/, /admin/login/) is refused with a 429 "too many attempts" page,
-# even with the right password, until MARGINALIA_LOGIN_COOLOFF_MINUTES pass without one. A success
-# clears the count. Addresses are REMOTE_ADDR; behind N reverse proxies set MARGINALIA_PROXY_COUNT=N
+# Login throttling (django-axes, attempts kept in the database so every web process sees them;
+# marginalia/lockout.py): after MARGINALIA_LOGIN_FAILURE_LIMIT wrong passwords for one account
+# from one address, sign-in there (/accounts/login/, /admin/login/, the token endpoint) is refused
+# with a 429 "too many attempts" page, even with the right password, until
+# MARGINALIA_LOGIN_COOLOFF_MINUTES pass; past the limit, failures of an account from all addresses
+# (not counted from an address it signed in from before) or of an address on all accounts impose a
+# wait of MARGINALIA_LOGIN_DELAY_SECONDS doubling with each further failure. A success clears the
+# pair's count. Addresses are REMOTE_ADDR; behind N reverse proxies set MARGINALIA_PROXY_COUNT=N
 # to read X-Forwarded-For instead (never trust it otherwise: it is the client's to forge).
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", "django.contrib.auth.backends.ModelBackend"]
 AXES_FAILURE_LIMIT = int(os.environ.get("MARGINALIA_LOGIN_FAILURE_LIMIT", "5"))
 AXES_COOLOFF_TIME = timedelta(minutes=int(os.environ.get("MARGINALIA_LOGIN_COOLOFF_MINUTES", "15")))
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+AXES_HANDLER = "marginalia.lockout.ProgressiveLockoutHandler"
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # hammering during a lock or wait does not extend it
+MARGINALIA_LOGIN_DELAY_SECONDS = float(os.environ.get("MARGINALIA_LOGIN_DELAY_SECONDS", "1"))
 AXES_RESET_ON_SUCCESS = True
 AXES_VERBOSE = False
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
@@ -175,7 +183,15 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var"))
 # Studies with at least this many items get their report from a worker job, not the request.
 MARGINALIA_REPORT_JOB_ITEMS = int(os.environ.get("MARGINALIA_REPORT_JOB_ITEMS", "20000"))
+# Reports fit MACE and GLAD beside majority and Dawid-Skene only up to this many counted
+# judgments (they cost ~10x Dawid-Skene); aggregate_labels fits any method at any size.
+MARGINALIA_REPORT_COMPETENCE_JUDGMENTS = int(os.environ.get("MARGINALIA_REPORT_COMPETENCE_JUDGMENTS", "20000"))
+# How often Celery beat has a worker check agreement thresholds (evaluation.alerts).
+MARGINALIA_AGREEMENT_WATCH_SECONDS = float(os.environ.get("MARGINALIA_AGREEMENT_WATCH_SECONDS", "300"))
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
+# Coverage: a run whose mean Judged@k under a judged pool's qrels is below this share gets a
+# warning beside its metrics (run page, evaluate_run, leaderboards); each call may set its own.
+MARGINALIA_COVERAGE_THRESHOLD = float(os.environ.get("MARGINALIA_COVERAGE_THRESHOLD", "0.9"))
 # A running job with no progress report for this long is failed: its worker is gone.
 MARGINALIA_STALE_JOB_MINUTES = float(os.environ.get("MARGINALIA_STALE_JOB_MINUTES", "30"))
 # How often Celery beat sweeps for such jobs (jobs.tasks.sweep_stale_jobs).
@@ -195,18 +211,36 @@ MARGINALIA_UPLOAD_MAX_EXTRACTED_BYTES = int(
 MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES = int(os.environ.get("MARGINALIA_UPLOAD_MAX_ARCHIVE_ENTRIES", "10000"))
 MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO = float(os.environ.get("MARGINALIA_UPLOAD_MAX_COMPRESSION_RATIO", "200"))
 
-# Integrations (integrations/): the site's public address for links made outside a request
-# (invitations sent by a command, the crowd link), how long an invitation link works, and how
-# many seconds a finished crowd participant sees their completion code before being sent back
-# to the recruiting platform (negative: never sent automatically).
-MARGINALIA_BASE_URL = os.environ.get("MARGINALIA_BASE_URL", "http://localhost:8000")
+# Integrations (integrations/): the platform's public address, the base of every link it hands
+# out, web and command line (marginalia/public_address.py; empty: the address a request came to,
+# else the one run_platform was started on); how long an invitation link works; how many
+# seconds a finished crowd participant sees their completion code before being sent back to the
+# recruiting platform (negative: never sent automatically); and how many new participants a
+# crowd link takes per minute, and one address per hour, before answering 429.
+MARGINALIA_BASE_URL = os.environ.get("MARGINALIA_BASE_URL", "")
 MARGINALIA_INVITATION_DAYS = int(os.environ.get("MARGINALIA_INVITATION_DAYS", "14"))
 _crowd_redirect = int(os.environ.get("MARGINALIA_CROWD_REDIRECT_SECONDS", "5"))
 MARGINALIA_CROWD_REDIRECT_SECONDS = _crowd_redirect if _crowd_redirect >= 0 else None
+MARGINALIA_CROWD_NEW_PER_LINK_PER_MINUTE = int(os.environ.get("MARGINALIA_CROWD_NEW_PER_LINK_PER_MINUTE", "120"))
+MARGINALIA_CROWD_NEW_PER_ADDRESS_PER_HOUR = int(os.environ.get("MARGINALIA_CROWD_NEW_PER_ADDRESS_PER_HOUR", "10"))
 
-# Webhooks (integrations/services/webhooks.py): hosts on private, loopback or link-local
-# addresses are refused unless allowed (tests allow them for their local receiver); a failed
-# delivery is retried after BACKOFF x 2^(attempt-1) seconds (capped), MAX_ATTEMPTS in all.
+# Requests out of the platform (judge endpoints, webhooks: outbound/) go only to public addresses,
+# plus these host names, addresses and CIDR networks (e.g. a model server on the local network:
+# "127.0.0.1,10.0.5.0/24,llm.internal"); cloud metadata services are refused whatever it lists.
+MARGINALIA_OUTBOUND_ALLOW = env_list("MARGINALIA_OUTBOUND_ALLOW", "")
+# Keys that seal stored secrets (judge API keys, webhook signing secrets; outbound/sealing.py):
+# comma-separated Fernet keys, the first seals and all open (rotation: new key first, then
+# `manage.py reseal_secrets`, then drop the old one). DJANGO_SECRET_KEY stands for a key derived
+# from Django's SECRET_KEY, the default.
+MARGINALIA_SECRETS_KEY = env_list("MARGINALIA_SECRETS_KEY", "DJANGO_SECRET_KEY")
+# Judges read an API key from a registered judge secret (POST /api/judge-secrets/); reading one
+# from an environment variable (`api_key_env`, judges registered before secrets existed) works only
+# for the variable names listed here, and never for the platform's own (DJANGO_*, DATABASE_*, ...).
+MARGINALIA_JUDGE_KEY_ENVS = env_list("MARGINALIA_JUDGE_KEY_ENVS", "")
+
+# Webhooks (integrations/services/): a failed delivery is retried after BACKOFF x 2^(attempt-1)
+# seconds (capped), MAX_ATTEMPTS in all. ALLOW_PRIVATE (kept from before MARGINALIA_OUTBOUND_ALLOW)
+# lets webhooks, and only them, reach loopback and private networks (never link-local, metadata).
 MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = env_bool("MARGINALIA_WEBHOOKS_ALLOW_PRIVATE", False)
 MARGINALIA_WEBHOOK_TIMEOUT_SECONDS = float(os.environ.get("MARGINALIA_WEBHOOK_TIMEOUT_SECONDS", "10"))
 MARGINALIA_WEBHOOK_MAX_ATTEMPTS = int(os.environ.get("MARGINALIA_WEBHOOK_MAX_ATTEMPTS", "10"))
@@ -255,7 +289,8 @@ REST_FRAMEWORK = {
     "DEFAULT_PAGINATION_CLASS": "rest_framework.pagination.PageNumberPagination",
     "PAGE_SIZE": 100,
 }
-# POST /api/auth/token/ (integrations.api.TokenView): attempts per client address.
+# POST /api/auth/token/ (integrations.api.TokenView): attempts per client address, counted once for
+# all web processes in Redis (marginalia/throttling.py; each process alone while it does not answer).
 REST_FRAMEWORK.setdefault("DEFAULT_THROTTLE_RATES", {})["token"] = os.environ.get("MARGINALIA_TOKEN_RATE", "30/min")
 SPECTACULAR_SETTINGS = {
     "TITLE": "Marginalia API",
@@ -276,11 +311,13 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
-# Celery: one app, two queues. CPU work (BM25, imports, reports) goes to "cpu"; encoding and
-# training go to "gpu", which a worker on a GPU node consumes.
+# Celery: one app, three queues (marginalia/celery.py): short work on "cpu", long work without a
+# GPU on "long" (endpoint judges), encoding, training and local judges on "gpu".
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", REDIS_URL)
+# Where request rates are counted for every web process (marginalia/throttling.py).
+MARGINALIA_RATE_LIMIT_URL = os.environ.get("MARGINALIA_RATE_LIMIT_URL", REDIS_URL)
 CELERY_TASK_ALWAYS_EAGER = env_bool("CELERY_TASK_ALWAYS_EAGER", False)
 CELERY_TASK_ACKS_LATE = True
 # A worker killed mid-task fails that task (recorded on its Job) instead of silently re-running it.
@@ -293,12 +330,28 @@ CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
 CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Every broker operation has a deadline: connecting, and each read or write on a connection. A
+# broker that accepts connections but never answers (a frozen Redis) is then refused as quickly
+# as one that is down, instead of holding a request or command forever. Sending is one attempt
+# (jobs.services): a refused send fails the job, or leaves a webhook's outbox row to redelivery.
 CELERY_BROKER_CONNECTION_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "socket_timeout": MARGINALIA_BROKER_TIMEOUT_SECONDS,
+    "socket_connect_timeout": MARGINALIA_BROKER_TIMEOUT_SECONDS,
+}
+CELERY_REDIS_SOCKET_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_REDIS_SOCKET_CONNECT_TIMEOUT = MARGINALIA_BROKER_TIMEOUT_SECONDS
+CELERY_TASK_PUBLISH_RETRY = False
 # Periodic tasks, run by celery beat (run_platform starts it; docker-compose's beat service).
 CELERY_BEAT_SCHEDULE = {
     # Jobs whose worker died (no heartbeat for MARGINALIA_STALE_JOB_MINUTES) fail or retry.
     "sweep-stale-jobs": {"task": "jobs.tasks.sweep_stale_jobs", "schedule": MARGINALIA_SWEEP_SECONDS},
     # Webhook deliveries that are due (broker or receiver was down).
+    # Agreement thresholds of studies whose judgments grew by a batch since the last check.
+    "evaluation-watch-agreement": {
+        "task": "evaluation.tasks.watch_agreement",
+        "schedule": MARGINALIA_AGREEMENT_WATCH_SECONDS,
+    },
     "integrations-redeliver-webhooks": {
         "task": "integrations.tasks.redeliver_webhooks",
         "schedule": float(os.environ.get("MARGINALIA_WEBHOOK_REDELIVERY_SECONDS", "60")),

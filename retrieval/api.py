@@ -134,15 +134,22 @@ class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
 
     @extend_schema(
         parameters=[
-            OpenApiParameter("metrics", str, description='e.g. "R@20 nDCG@10 MAP"; default: the usual set.'),
+            OpenApiParameter("metrics", str, description='e.g. "R@20 nDCG@10 AP Bpref"; default: the usual set.'),
             OpenApiParameter("by", str, many=True, description="Break down by a query field."),
+            OpenApiParameter(
+                "qrels", str, description="imported (default), study:ID[:majority|mean|median] or judge:NAME."
+            ),
+            OpenApiParameter(
+                "coverage_threshold", float, description="Warn below this mean Judged@k (default: the setting)."
+            ),
         ],
         responses={200: OpenApiTypes.OBJECT},
     )
     @action(detail=True, methods=["get"], url_path="per-query")
     def per_query(self, request, pk=None):
         """evaluate_run's report with every query's values (`per_query`: query id -> metric ->
-        value); bad metric names -> 400 naming `metrics`."""
+        value; `judged_per_query`: query id -> cutoff -> Judged@k) under the chosen qrels; bad
+        input -> 400 naming `metrics`, `qrels` or `coverage_threshold`."""
         run = self.get_object()
         return Response(
             evaluate_run(
@@ -150,6 +157,8 @@ class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
                 request.query_params.get("metrics", ""),
                 per_query=True,
                 by=request.query_params.getlist("by"),
+                qrels=request.query_params.get("qrels"),
+                threshold=request.query_params.get("coverage_threshold"),
             )
         )
 
@@ -159,6 +168,15 @@ class RunViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):
         """The run as a TREC run file (`qid Q0 docid rank score tag`)."""
         run = self.get_object()
         return text_download((line + "\n" for line in selectors.trec_run_lines(run)), f"{run.tag}.trec")
+
+    @extend_schema(responses=TEXT_RESPONSE)
+    @action(detail=True, methods=["get"], renderer_classes=[PlainTextRenderer])
+    def ranks(self, request, pk=None):
+        """What evaluate_run reads beyond the TREC file, as `export_run --ranks` prints it: one
+        JSON line per query (`query`, `candidates`, `stored_hits`, `ranks`: each relevant
+        passage's exact rank over the whole candidate set)."""
+        run = self.get_object()
+        return text_download((line + "\n" for line in selectors.relevant_rank_lines(run)), f"{run.tag}.ranks.jsonl")
 
 
 class RetrieverViewSet(StaffOnly, viewsets.ReadOnlyModelViewSet):

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from collections import Counter
 from collections.abc import Callable, Iterator
 from pathlib import Path
 
@@ -151,6 +152,20 @@ class _Parse:
         return self.refuse(f"{name} is not a finite number")
 
 
+def refuse_repeated_keys(file: str | None = None) -> Callable[[list[tuple[str, object]]], dict]:
+    """An object_pairs_hook for load_json that refuses an object giving one key twice (json
+    keeps the last silently; which one the sender meant is unknown)."""
+
+    def hook(pairs: list[tuple[str, object]]) -> dict:
+        data = dict(pairs)
+        if len(data) != len(pairs):
+            repeated = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
+            raise InputError(f"key '{repeated}' appears twice in one object", file=file, field=repeated)
+        return data
+
+    return hook
+
+
 def load_json(
     text: str,
     *,
@@ -215,6 +230,62 @@ def _first_value_problem(value, path: str) -> tuple[str, str] | None:
     return None
 
 
+# How numbers are written on every path in (files, options, form fields): ASCII digits with an
+# optional sign, reals with a point and an exponent. int() and float() also take other scripts'
+# digits ('٣') and underscores ('1_0'), which no file format or form means as a number.
+_ASCII_INTEGER = re.compile(r"[+-]?[0-9]+")
+_ASCII_REAL = re.compile(r"[+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)(?:[eE][+-]?[0-9]+)?")
+
+
+def parse_integer(
+    text: str,
+    *,
+    field: str | None = None,
+    file: str | None = None,
+    line: int | None = None,
+    bounds: tuple[int, int] = INT64_RANGE,
+) -> int:
+    """A whole number written in ASCII digits within `bounds` (a column's range: column_range),
+    else an InputError naming the field."""
+    if not _ASCII_INTEGER.fullmatch(text):
+        raise InputError(f"{text!r} is not an integer", file=file, line=line, field=field)
+    low, high = bounds
+    if len(text.lstrip("+-")) > _MAX_INTEGER_DIGITS:
+        raise InputError(f"{text} is out of range {low}..{high}", file=file, line=line, field=field)
+    value = int(text)
+    if not low <= value <= high:
+        raise InputError(f"{value} is out of range {low}..{high}", file=file, line=line, field=field)
+    return value
+
+
+def parse_real(text: str, *, field: str | None = None, file: str | None = None, line: int | None = None) -> float:
+    """A finite number written in ASCII (digits, point, exponent), else an InputError."""
+    if not _ASCII_REAL.fullmatch(text):
+        problem = "not a finite number" if text.strip("+-").lower() in ("nan", "inf", "infinity") else "not a number"
+        raise InputError(f"{text!r} is {problem}", file=file, line=line, field=field)
+    value = float(text)
+    if not math.isfinite(value):
+        raise InputError(f"{text!r} is not a finite number", file=file, line=line, field=field)
+    return value
+
+
+def ascii_int(text: str) -> int:
+    """argparse's `type` for integer options: ASCII digits only (argparse says "invalid int value")."""
+    if not _ASCII_INTEGER.fullmatch(text):
+        raise ValueError(text)
+    return int(text)
+
+
+def ascii_float(text: str) -> float:
+    """argparse's `type` for real options: ASCII only (argparse says "invalid float value")."""
+    if not _ASCII_REAL.fullmatch(text):
+        raise ValueError(text)
+    return float(text)
+
+
+ascii_int.__name__, ascii_float.__name__ = "int", "float"  # how argparse names them in its errors
+
+
 def parse_id(text: str) -> int | None:
     """A row id given as text (a query parameter): ASCII digits within 64 bits, else None."""
     if not (text.isascii() and text.isdigit()) or len(text) > _MAX_INTEGER_DIGITS:
@@ -228,12 +299,3 @@ def column_range(model: type[models.Model], field_name: str) -> tuple[int, int]:
     ranges: SQLite alone would take any 64-bit value)."""
     internal_type = model._meta.get_field(field_name).get_internal_type()
     return BaseDatabaseOperations.integer_field_ranges.get(internal_type, INT64_RANGE)
-
-
-def check_integer(
-    value: int, model: type[models.Model], field_name: str, *, field: str, file: str | None = None, line=None
-) -> int:
-    low, high = column_range(model, field_name)
-    if not low <= value <= high:
-        raise InputError(f"{value} is out of range {low}..{high}", file=file, line=line, field=field)
-    return value

@@ -1,28 +1,42 @@
 """Retrieval metrics of a run: by default recall@k, mean rank, MRR@10, nDCG@10 and N-RODCG@10,
-each with a standard error, overall and per quote length (RELiC's Table A9); any cutoff the user
-asks for, in ir-measures / trec_eval naming (`R@20 nDCG@10 MRR@100 MAP P@5 N-RODCG@1`), per
-query and broken down by any query field.
+each with a standard error, overall and per quote length (RELiC's Table A9); any measure of the
+ir-measures vocabulary that trec_eval computes (retrieval/measures.py: `R@20 nDCG@10 AP Bpref
+Judged@10 ...`, trec_eval's names as aliases), per query and broken down by any query field;
+under any qrels source (retrieval/qrels_sources.py), with the share of each cutoff's passages
+that is judged (Judged@k) and a warning where that share is low.
 
-The per-query functions take plain numbers, so each can be checked against a reference
-(pytrec_eval, the papers' definitions); `evaluate_run` gathers those numbers from the database.
-Ranks come from `RunQuery.relevant_ranks`, exact over the whole candidate set, so recall@k and
-mean rank are exact even beyond the depth of the stored hits.
+Conventions (trec_eval's and ir-measures', so every figure can be recomputed from exports):
+- The queries scored are those with at least one judgment in the qrels. A query whose judgments
+  are all non-relevant scores 0 in every mean (counted in `queries_without_relevant`); a query
+  without any judgment is left out (`queries_without_judgments`); a judged query the run did not
+  rank scores 0. Mean rank alone averages over the queries with a relevant passage (a query
+  without one has no rank to give).
+- Under the collection's own qrels, measures of where the relevant passages rank read the exact
+  ranks a run stores for them over the whole candidate set (`RunQuery.relevant_ranks`), so
+  recall@100 or mean rank are exact beyond the stored depth; `beyond_depth` names every figure
+  that used such a rank, and `export_run --ranks` writes them beside the TREC file. Under any
+  other qrels, and for measures that weigh unjudged passages, only the stored hits count, as in
+  the exported run file.
 """
 
 from __future__ import annotations
 
 import math
-import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
+from django.conf import settings
 
 from .errors import InputError
-from .models import Hit, Passage, Qrel, Query, Run
+from .measures import Measure, Ranking, dcg, judged_share, parse_measures
+from .models import Hit, Passage, Query, Run
+from .qrels_sources import Qrels, load_qrels, rows_for
 from .selectors import require_done
 from .services.candidates import candidate_sets
 
+# Stored reports (Run.metrics) of another version are computed again when read.
+REPORT_VERSION = 2
 RECALL_CUTOFFS = (1, 3, 5, 10, 50, 100)
 CUTOFF = 10
 # Plot Retrieval's field of vision: a chunk this many sentence positions or more from every gold
@@ -35,68 +49,32 @@ METRICS = (
     f"ndcg@{CUTOFF}",
     f"n_rodcg@{CUTOFF}",
 )
-# ir-measures / trec_eval names (any case) -> our key stem; the cutoff rule of each.
-METRIC_NAMES = {
-    "r": "recall",
-    "recall": "recall",
-    "p": "p",
-    "precision": "p",
-    "ndcg": "ndcg",
-    "rr": "mrr",
-    "mrr": "mrr",
-    "map": "map",
-    "ap": "map",
-    "n-rodcg": "n_rodcg",
-    "n_rodcg": "n_rodcg",
-    "mean_rank": "mean_rank",
-    "meanrank": "mean_rank",
-}
-NEEDS_CUTOFF = {"recall", "p", "ndcg", "n_rodcg"}
-NO_CUTOFF = {"map", "mean_rank"}
-METRIC_PATTERN = re.compile(r"^(?P<name>[A-Za-z_-]+)(?:@(?P<cutoff>\d+))?$")
+
+
+def measures_for(text: str | Sequence[str] | None, qrels: Qrels | None = None) -> list[Measure]:
+    """The measures `text` names (default: METRICS). Mean rank needs the exact ranks runs store
+    for the collection's own qrels: asked for under other qrels it is refused, and the default
+    set leaves it out there."""
+    measures = [measure for _, measure in parse_measures(text, METRICS)]
+    if qrels is not None and not qrels.exact_ranks and any(m.measure == "mean_rank" for m in measures):
+        if text:
+            raise InputError(
+                f"mean_rank needs the exact ranks runs store for the collection's own qrels, not {qrels.source}",
+                field="metrics",
+            )
+        measures = [measure for measure in measures if measure.measure != "mean_rank"]
+    return measures
 
 
 def parse_metrics(text: str | Sequence[str] | None) -> tuple[str, ...]:
-    """Metric keys from names such as "R@20 nDCG@10 MRR@100 MAP P@5 N-RODCG@1" (or our own keys,
-    "recall@20"), separated by spaces or commas; None or empty: the default METRICS. Keys are in
-    the existing style: recall@20, ndcg@10, mrr@100, map, p@5, n_rodcg@1 (mrr without a cutoff:
-    the full ranking)."""
-    tokens = text.replace(",", " ").split() if isinstance(text, str) else list(text or [])
-    if not tokens:
-        return METRICS
-    keys = []
-    for token in tokens:
-        match = METRIC_PATTERN.match(token)
-        stem = METRIC_NAMES.get(match["name"].lower()) if match else None
-        if stem is None:
-            raise InputError(
-                f"unknown metric {token!r}; use R@k, P@k, nDCG@k, MRR@k, MAP, N-RODCG@k or mean_rank", field="metrics"
-            )
-        cutoff = match["cutoff"]
-        if cutoff is not None and (stem in NO_CUTOFF or int(cutoff) < 1):
-            raise InputError(
-                f"{token!r}: {stem} takes no cutoff" if stem in NO_CUTOFF else f"{token!r}: cutoff below 1",
-                field="metrics",
-            )
-        if cutoff is None and stem in NEEDS_CUTOFF:
-            raise InputError(f"{token!r} needs a cutoff, e.g. {match['name']}@10", field="metrics")
-        key = stem if cutoff is None else f"{stem}@{int(cutoff)}"
-        if key not in keys:
-            keys.append(key)
-    return tuple(keys)
-
-
-def _cutoff(key: str) -> int | None:
-    return int(key.partition("@")[2]) if "@" in key else None
+    """Metric keys from names such as "R@20 nDCG@10 MRR@100 MAP P@5 N-RODCG@1 Bpref ndcg_cut_10"
+    (ir-measures, trec_eval or our own names, separated by spaces or commas); None or empty:
+    the default METRICS. Keys are in the existing style: recall@20, ndcg@10, mrr@100, map, p@5,
+    n_rodcg@1, bpref (retrieval.measures.Measure.key)."""
+    return tuple(measure.key for measure in measures_for(text))
 
 
 # --- one query ---------------------------------------------------------------------------------
-
-
-def recall_at(relevant_ranks: Iterable[int], relevant_count: int, k: int) -> float:
-    """Share of the query's relevant passages ranked in the top k. `relevant_count` counts every
-    relevant passage, also those outside the candidate set (which no ranking can retrieve)."""
-    return sum(1 for rank in relevant_ranks if rank <= k) / relevant_count
 
 
 def best_rank(relevant_ranks: Iterable[int], candidates: int) -> int:
@@ -104,40 +82,6 @@ def best_rank(relevant_ranks: Iterable[int], candidates: int) -> int:
     are all outside its candidate set counts as ranking them just past the end (candidates + 1),
     as if they had been appended last."""
     return min(relevant_ranks, default=candidates + 1)
-
-
-def reciprocal_rank_at(relevant_ranks: Iterable[int], k: int | None) -> float:
-    """1 / the best relevant rank, 0 beyond k (k None: no cutoff)."""
-    rank = min(relevant_ranks, default=None)
-    return 1.0 / rank if rank is not None and (k is None or rank <= k) else 0.0
-
-
-def precision_at(relevant_ranks: Iterable[int], k: int) -> float:
-    """Share of the top k that is relevant (trec_eval's P_k: the divisor is k, always)."""
-    return sum(1 for rank in relevant_ranks if rank <= k) / k
-
-
-def average_precision(relevant_ranks: Iterable[int], relevant_count: int) -> float:
-    """trec_eval's AP: the precision at each relevant passage's rank, summed, over all the
-    query's relevant passages (one not ranked adds 0)."""
-    ranks = sorted(relevant_ranks)
-    return sum(found / rank for found, rank in enumerate(ranks, start=1)) / relevant_count
-
-
-def dcg(gains: Sequence[float]) -> float:
-    """Discounted cumulative gain, the gain at rank r divided by log2(r + 1)."""
-    return sum(gain / math.log2(rank + 1) for rank, gain in enumerate(gains, start=1))
-
-
-def ndcg_at(ranked_relevance: dict[int, int], relevances: Iterable[int], k: int) -> float:
-    """nDCG@k with gain = relevance. `ranked_relevance` maps the ranks of relevant passages to
-    their relevance; the ideal ranking orders all of the query's relevances (`relevances`)."""
-    gains = [0.0] * k
-    for rank, relevance in ranked_relevance.items():
-        if rank <= k:
-            gains[rank - 1] = relevance
-    ideal = dcg(sorted(relevances, reverse=True)[:k])
-    return dcg(gains) / ideal if ideal else 0.0
 
 
 def rodcg_gain(distance: float, alpha: float = RODCG_ALPHA) -> float:
@@ -148,8 +92,8 @@ def rodcg_gain(distance: float, alpha: float = RODCG_ALPHA) -> float:
 def n_rodcg_at(retrieved_gains: Sequence[float], candidate_gains: Iterable[float], k: int) -> float:
     """N-RODCG@k (Plot Retrieval, eq. 2-4): the DCG of f(d) over the top k, divided by the DCG
     of the best possible ranking of the candidate set (its k largest gains first)."""
-    ideal = dcg(sorted(candidate_gains, reverse=True)[:k])
-    return dcg(list(retrieved_gains)[:k]) / ideal if ideal else 0.0
+    ideal = dcg(enumerate(sorted(candidate_gains, reverse=True)[:k], 1))
+    return dcg(enumerate(list(retrieved_gains)[:k], 1)) / ideal if ideal else 0.0
 
 
 def position(start: int | None, length: int | None) -> float | None:
@@ -210,39 +154,34 @@ class CandidatePositions:
 
 @dataclass
 class QueryOutcome:
-    """What the metrics need to know about one query of a run."""
+    """What the measures need to know about one query of a run under some qrels."""
 
-    relevances: dict[int, int]  # passage id -> relevance, every passage with relevance > 0
-    relevant_ranks: dict[int, int]  # passage id -> exact rank, those in the candidate set
+    ranking: Ranking
     candidates: int
     top_gains: list[float] = field(default_factory=list)  # f(d) of the top hits, in order
     candidate_gains: list[float] = field(default_factory=list)  # non-zero f(d) over the candidate set
     quote_length: int | None = None
     query: Query | None = None
 
-    def value(self, key: str) -> float:
-        """One metric by key (recall@20, p@5, ndcg@10, mrr@100, mrr, map, n_rodcg@1, mean_rank)."""
-        ranks = list(self.relevant_ranks.values())
-        stem, k = key.partition("@")[0], _cutoff(key)
-        if stem == "recall":
-            return recall_at(ranks, len(self.relevances), k)
-        if stem == "p":
-            return precision_at(ranks, k)
-        if stem == "mrr":
-            return reciprocal_rank_at(ranks, k)
-        if stem == "map":
-            return average_precision(ranks, len(self.relevances))
-        if stem == "ndcg":
-            ranked_relevance = {rank: self.relevances[pk] for pk, rank in self.relevant_ranks.items()}
-            return ndcg_at(ranked_relevance, self.relevances.values(), k)
-        if stem == "n_rodcg":
-            return n_rodcg_at(self.top_gains, self.candidate_gains, k)
-        if stem == "mean_rank":
-            return float(best_rank(ranks, self.candidates))
-        raise InputError(f"unknown metric {key!r}", field="metrics")
+    def value(self, measure: Measure) -> float | None:
+        """One measure's value; None for mean rank on a query without a relevant passage."""
+        if measure.measure == "mean_rank":
+            if not self.ranking.relevant(1):
+                return None
+            return float(best_rank(self.ranking.relevant_ranks(1), self.candidates))
+        if measure.measure == "N-RODCG":
+            return n_rodcg_at(self.top_gains, self.candidate_gains, measure.cutoff)
+        return self.ranking.value(measure)
 
-    def metrics(self, keys: Sequence[str] = METRICS) -> dict[str, float]:
-        return {key: self.value(key) for key in keys}
+    def metrics(self, measures: Sequence[Measure]) -> dict[str, float | None]:
+        return {measure.key: self.value(measure) for measure in measures}
+
+    def reaches_past_stored_hits(self, measure: Measure) -> bool:
+        """Whether this query's value of `measure` used a rank below its stored hits."""
+        if measure.measure == "mean_rank":
+            rank = self.value(measure)
+            return self.ranking.exact_ranks is not None and rank is not None and rank > len(self.ranking.returned)
+        return self.ranking.reaches_past_returned(measure)
 
 
 def standard_error(values: Sequence[float]) -> float | None:
@@ -252,15 +191,93 @@ def standard_error(values: Sequence[float]) -> float | None:
     return float(np.std(values, ddof=1) / math.sqrt(len(values)))
 
 
-def summarize(outcomes: Sequence[QueryOutcome], keys: Sequence[str] = METRICS) -> dict:
-    """Mean and standard error of every metric over `outcomes`."""
-    per_query = [outcome.metrics(keys) for outcome in outcomes]
-    columns = {name: [values[name] for values in per_query] for name in keys}
+def summarize(outcomes: Sequence[QueryOutcome], measures: Sequence[Measure]) -> dict:
+    """Mean and standard error of every measure over `outcomes` (a query without a value for a
+    measure, which only mean rank has, is left out of that measure's mean)."""
+    columns: dict[str, list[float]] = {measure.key: [] for measure in measures}
+    for outcome in outcomes:
+        for key, value in outcome.metrics(measures).items():
+            if value is not None:
+                columns[key].append(value)
     return {
         "queries": len(outcomes),
-        "metrics": {name: float(np.mean(column)) if column else None for name, column in columns.items()},
-        "stderr": {name: standard_error(column) for name, column in columns.items()},
+        "metrics": {key: float(np.mean(column)) if column else None for key, column in columns.items()},
+        "stderr": {key: standard_error(column) for key, column in columns.items()},
     }
+
+
+# --- coverage ----------------------------------------------------------------------------------
+
+
+def judged_cutoffs(measures: Iterable[Measure]) -> list[int | None]:
+    """The depths coverage is reported at for these measures: each rank cutoff, then None (the
+    whole stored ranking) when a measure without a cutoff reads the ranking."""
+    cutoffs = {measure.cutoff for measure in measures if measure.measure != "mean_rank" and measure.level is None}
+    return sorted(cutoff for cutoff in cutoffs if cutoff is not None) + ([None] if None in cutoffs else [])
+
+
+def judged_key(cutoff: int | None) -> str:
+    """Judged@k's key in reports: the cutoff, or "all" for the whole stored ranking."""
+    return "all" if cutoff is None else str(cutoff)
+
+
+def coverage_threshold(value=None) -> float:
+    """The Judged@k below which figures get a warning: `value` (a per-call option) or the
+    MARGINALIA_COVERAGE_THRESHOLD setting; a share between 0 and 1."""
+    if value is None or value == "":
+        return float(settings.MARGINALIA_COVERAGE_THRESHOLD)
+    try:
+        threshold = float(value)
+    except (TypeError, ValueError):
+        threshold = math.nan
+    if not 0 <= threshold <= 1:
+        raise InputError(f"must be a share between 0 and 1, got {value!r}", field="coverage_threshold")
+    return threshold
+
+
+def coverage_warning(judged: dict[str, float | None], qrels: Qrels, threshold: float) -> str | None:
+    """One sentence when a mean Judged@k is below the threshold, else None. Qrels without any
+    non-relevant judgment (only the golds, as RELiC's) call every other passage non-relevant by
+    design: there the share of judged passages says nothing and gets no warning."""
+    if not qrels.has_non_relevant:
+        return None
+    low = [(key, value) for key, value in judged.items() if value is not None and value < threshold]
+    if not low:
+        return None
+    figures = ", ".join(f"Judged@{key} = {value:.2f}" for key, value in low)
+    return (
+        f"{figures} under {qrels.source}, below {threshold:.2f}: unjudged passages count as not relevant, "
+        "so the metrics at those depths are lower bounds (was this run part of the judged pool?)"
+    )
+
+
+def coverage(outcomes: Sequence[QueryOutcome], cutoffs: Sequence[int | None], qrels: Qrels, threshold: float) -> dict:
+    """Judged@k per cutoff: the means (`judged`), and under `coverage` their standard errors,
+    how many queries fall below the threshold, the threshold and the warning (or None)."""
+    columns = {judged_key(k): [judged_share(outcome.ranking, k) for outcome in outcomes] for k in cutoffs}
+    judged = {key: float(np.mean(values)) if values else None for key, values in columns.items()}
+    return {
+        "judged": judged,
+        "coverage": {
+            "qrels": qrels.source,
+            "threshold": threshold,
+            "stderr": {key: standard_error(values) for key, values in columns.items()},
+            "queries_below": {key: sum(value < threshold for value in values) for key, values in columns.items()},
+            "warning": coverage_warning(judged, qrels, threshold),
+        },
+    }
+
+
+def judged_per_query(outcomes: Sequence[QueryOutcome], cutoffs: Sequence[int | None]) -> dict[str, dict[str, float]]:
+    """query external id -> cutoff key -> Judged@k."""
+    return {
+        outcome.query.external_id: {judged_key(k): judged_share(outcome.ranking, k) for k in cutoffs}
+        for outcome in outcomes
+    }
+
+
+# The depths a run page reports coverage at: it reads only each query's top 10 stored hits.
+COVERAGE_CUTOFFS = (5, 10)
 
 
 # --- a stored run ------------------------------------------------------------------------------
@@ -273,50 +290,97 @@ def _located(row: tuple) -> Located:
     return Located(pk, document_id, position(start, length))
 
 
-def _outcomes(run: Run, gain_depth: int = CUTOFF) -> tuple[list[QueryOutcome], int]:
-    """The evaluable queries' outcomes, and how many queries had no relevant passage at all.
-    N-RODCG reads the top `gain_depth` stored hits, so it sees the top k only when the run's
-    depth reaches k."""
-    results = {result.query_id: result for result in run.query_results.all()}
-    queries = [query for query in run.collection.queries.order_by("ordinal") if query.pk in results]
-    relevances: dict[int, dict[int, int]] = {}
-    for query_id, passage_id, relevance in Qrel.objects.filter(
-        query__collection=run.collection, relevance__gt=0
-    ).values_list("query_id", "passage_id", "relevance"):
-        relevances.setdefault(query_id, {})[passage_id] = relevance
-    golds = {
-        row[0]: _located(row)
-        for row in Passage.objects.filter(qrels__query__collection=run.collection, qrels__relevance__gt=0)
-        .distinct()
-        .values_list(*LOCATED_FIELDS)
-    }
-    top_hits: dict[int, list[int]] = {}
-    for query_id, passage_id in (
-        Hit.objects.filter(run=run, rank__lte=gain_depth)
-        .order_by("query_id", "rank")
-        .values_list("query_id", "passage_id")
-    ):
-        top_hits.setdefault(query_id, []).append(passage_id)
+def hits_depth(measures: Iterable[Measure], cutoffs: Iterable[int | None], exact: bool) -> int | None:
+    """How deep into each query's stored hits the measures and the coverage cutoffs read: 0 when
+    nothing reads them (every measure takes exact ranks), None for the whole ranking."""
+    depths = list(cutoffs)
+    for measure in measures:
+        if measure.measure == "mean_rank" or (exact and measure.reads_exact_ranks):
+            continue
+        # judged_only ranks the judged passages among all the stored hits; Rprec reads R deep.
+        reads_all = measure.judged_only or measure.measure in ("Rprec", "IPrec")
+        depths.append(None if reads_all else measure.cutoff)
+    if None in depths:
+        return None
+    return max(depths, default=0)
 
-    outcomes = []
-    for candidate_set in candidate_sets(run.collection, [q for q in queries if q.pk in relevances]):
+
+def stored_hits(run: Run, depth: int | None) -> dict[int, list[int]]:
+    """query id -> the passages of its top `depth` stored hits (None: all), best first."""
+    hits: dict[int, list[int]] = {}
+    if depth == 0:
+        return hits
+    rows = Hit.objects.filter(run=run)
+    if depth is not None:
+        rows = rows.filter(rank__lte=depth)
+    ordered = rows.order_by("query_id", "rank").values_list("query_id", "passage_id")
+    current, passages = None, []
+    for query_id, passage_id in ordered.iterator(chunk_size=20_000):
+        if query_id != current:
+            current, passages = query_id, hits.setdefault(query_id, [])
+        passages.append(passage_id)
+    return hits
+
+
+def _rodcg_gains(run: Run, qrels: Qrels, queries: Sequence[Query]) -> dict[int, dict[int, float]]:
+    """query id -> passage id -> f(d) around the query's relevant passages under `qrels`."""
+    relevant = {query.pk: [pk for pk, grade in qrels.judgments[query.pk].items() if grade > 0] for query in queries}
+    gold_ids = {pk for passages in relevant.values() for pk in passages}
+    golds = {row[0]: _located(row) for row in rows_for(Passage.objects.all(), "pk", gold_ids, *LOCATED_FIELDS)}
+    gains = {}
+    for candidate_set in candidate_sets(run.collection, [query for query in queries if relevant[query.pk]]):
         candidates = CandidatePositions([_located(row) for row in candidate_set.values(LOCATED_FIELDS)])
         for query in candidate_set.queries:
-            result = results[query.pk]
-            gains = candidates.gains([golds[pk] for pk in relevances[query.pk]])
-            outcomes.append(
-                QueryOutcome(
-                    relevances=relevances[query.pk],
-                    relevant_ranks={int(pk): rank for pk, rank in result.relevant_ranks.items()},
-                    candidates=result.candidates,
-                    top_gains=[gains.get(pk, 0.0) for pk in top_hits.get(query.pk, [])],
-                    candidate_gains=list(gains.values()),
-                    quote_length=query.quote_length,
-                    query=query,
-                )
+            gains[query.pk] = candidates.gains([golds[pk] for pk in relevant[query.pk]])
+    return gains
+
+
+def run_outcomes(
+    run: Run,
+    qrels: Qrels,
+    measures: Sequence[Measure],
+    *,
+    cutoffs: Sequence[int | None] = (),
+    exact: bool = True,
+) -> list[QueryOutcome]:
+    """A finished run's outcome for every query judged in `qrels`, in collection order, reading
+    the stored hits as deep as `measures` and the coverage `cutoffs` need. `exact`: give the
+    rank-only measures the exact ranks stored for the collection's own qrels (False: only what
+    the exported run file holds)."""
+    require_done(run)
+    exact = exact and qrels.exact_ranks
+    results = {
+        query_id: (candidates, ranks)
+        for query_id, candidates, ranks in run.query_results.values_list("query_id", "candidates", "relevant_ranks")
+    }
+    queries = [query for query in run.collection.queries.order_by("ordinal", "pk") if query.pk in qrels.judgments]
+    hits = stored_hits(run, hits_depth(measures, cutoffs, exact))
+    rodcg_depth = max((measure.cutoff for measure in measures if measure.measure == "N-RODCG"), default=0)
+    gains = _rodcg_gains(run, qrels, queries) if rodcg_depth else {}
+    # A judged query the run has no result for retrieved nothing; its mean rank is one past its set.
+    unranked = [query for query in queries if query.pk not in results]
+    sizes = {
+        query.pk: candidate_set.size()
+        for candidate_set in (candidate_sets(run.collection, unranked) if unranked else [])
+        for query in candidate_set.queries
+    }
+    outcomes = []
+    for query in queries:
+        candidates, ranks = results.get(query.pk, (sizes.get(query.pk, 0), {}))
+        returned = hits.get(query.pk, [])
+        query_gains = gains.get(query.pk, {})
+        exact_ranks = {int(pk): rank for pk, rank in ranks.items()} if exact else None
+        outcomes.append(
+            QueryOutcome(
+                ranking=Ranking(qrels.judgments[query.pk], returned, exact_ranks),
+                candidates=candidates,
+                top_gains=[query_gains.get(pk, 0.0) for pk in returned[:rodcg_depth]],
+                candidate_gains=list(query_gains.values()),
+                quote_length=query.quote_length,
+                query=query,
             )
-    without_relevant = sum(1 for query in queries if query.pk not in relevances)
-    return outcomes, without_relevant
+        )
+    return outcomes
 
 
 def query_field(query: Query, name: str) -> str:
@@ -329,51 +393,78 @@ def query_field(query: Query, name: str) -> str:
 QUERY_COLUMNS = {"split": "split", "quote_length": "quote_length", "book": "document_id"}
 
 
-def run_outcomes(run: Run, keys: Sequence[str] = METRICS) -> tuple[list[QueryOutcome], int]:
-    """A finished run's per-query outcomes for `keys`, and how many queries had no relevant
-    passage (left out: they cannot be scored)."""
-    require_done(run)
-    depths = [_cutoff(key) for key in keys if key.startswith("n_rodcg@")]
-    return _outcomes(run, max(depths, default=CUTOFF))
-
-
 def evaluate_run(
-    run: Run, metrics: Sequence[str] | None = None, *, per_query: bool = False, by: Sequence[str] = ()
+    run: Run,
+    metrics: str | Sequence[str] | None = None,
+    *,
+    per_query: bool = False,
+    by: Sequence[str] = (),
+    qrels: Qrels | str | None = None,
+    threshold=None,
 ) -> dict:
-    """Metrics of a finished run (default METRICS; see parse_metrics), overall and by quote
-    length; with `per_query` each query's values (query external id -> metric -> value); with
-    `by` the same summary per value of each named query field (`query_field`). Queries without
-    any relevant passage cannot be scored; they are left out and counted in
-    `queries_without_relevant`."""
-    keys = parse_metrics(metrics)
-    outcomes, without_relevant = run_outcomes(run, keys)
+    """Metrics of a finished run (default METRICS; see parse_metrics) under `qrels` (a Qrels or
+    a source name; default the collection's own), overall and by quote length, with Judged@k at
+    the metrics' cutoffs and a coverage warning below `threshold` (default the setting); with
+    `per_query` each query's values (query external id -> metric -> value) and Judged@k; with
+    `by` the same summary per value of each named query field (`query_field`). The module
+    docstring says which queries count."""
+    qrels = qrels if isinstance(qrels, Qrels) else load_qrels(run.collection, qrels)
+    measures = measures_for(metrics, qrels)
+    cutoffs = judged_cutoffs(measures)
+    threshold = coverage_threshold(threshold)
+    outcomes = run_outcomes(run, qrels, measures, cutoffs=cutoffs)
     lengths = sorted({outcome.quote_length for outcome in outcomes if outcome.quote_length is not None})
     report = {
         "run_id": run.pk,
-        **summarize(outcomes, keys),
-        "queries_without_relevant": without_relevant,
+        "version": REPORT_VERSION,
+        "qrels": qrels.source,
+        **summarize(outcomes, measures),
+        "queries_without_relevant": sum(1 for outcome in outcomes if not outcome.ranking.relevant(1)),
+        "queries_without_judgments": run.collection.queries.count() - len(outcomes),
+        "depth": run.parameters.get("depth"),
+        "beyond_depth": [
+            measure.key for measure in measures if any(o.reaches_past_stored_hits(measure) for o in outcomes)
+        ],
+        **coverage(outcomes, cutoffs, qrels, threshold),
         "by_quote_length": {
-            str(length): summarize([outcome for outcome in outcomes if outcome.quote_length == length], keys)
+            str(length): summarize([outcome for outcome in outcomes if outcome.quote_length == length], measures)
             for length in lengths
         },
     }
     if per_query:
-        report["per_query"] = {outcome.query.external_id: outcome.metrics(keys) for outcome in outcomes}
+        report["per_query"] = {outcome.query.external_id: outcome.metrics(measures) for outcome in outcomes}
+        report["judged_per_query"] = judged_per_query(outcomes, cutoffs)
     if by:
         report["by"] = {}
         for name in by:
             groups: dict[str, list[QueryOutcome]] = {}
             for outcome in outcomes:
                 groups.setdefault(query_field(outcome.query, name), []).append(outcome)
-            report["by"][name] = {value: summarize(groups[value], keys) for value in sorted(groups)}
+            report["by"][name] = {value: summarize(groups[value], measures) for value in sorted(groups)}
     return report
 
 
+def run_coverage(run: Run, qrels: Qrels | str | None = None, threshold=None, cutoffs=COVERAGE_CUTOFFS) -> dict:
+    """Judged@k of a finished run under `qrels` (default the collection's own) at `cutoffs`: keys
+    `qrels_label`, `queries`, `judged`, `coverage` (as in evaluate_run) and `judged_per_query`."""
+    qrels = qrels if isinstance(qrels, Qrels) else load_qrels(run.collection, qrels)
+    threshold = coverage_threshold(threshold)
+    outcomes = run_outcomes(run, qrels, (), cutoffs=cutoffs)
+    return {
+        "qrels_label": qrels.label,
+        "queries": len(outcomes),
+        **coverage(outcomes, cutoffs, qrels, threshold),
+        "judged_per_query": judged_per_query(outcomes, cutoffs),
+    }
+
+
 def run_metrics(run: Run) -> dict | None:
-    """evaluate_run's report for a finished run (stored when it finished; computed for runs
-    whose hits were written some other way); None while it is not done (no hits to score)."""
+    """evaluate_run's report for a finished run: the one stored when it finished, else (hits
+    written some other way, or a report of an older version) computed now and stored; None
+    while it is not done (no hits to score)."""
     if run.status != Run.Status.DONE:
         return None
-    if run.metrics is not None:
-        return run.metrics
-    return evaluate_run(run)
+    if run.metrics is None or run.metrics.get("version") != REPORT_VERSION:
+        run.metrics = evaluate_run(run)
+        run.save(update_fields=["metrics"])
+    return run.metrics

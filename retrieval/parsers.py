@@ -1,8 +1,8 @@
 """The REST API's JSON parser: request bodies follow the same input rules as files
 (retrieval.input_rules): at most DATA_UPLOAD_MAX_MEMORY_SIZE bytes (Django checks that only for
 `request.body`, which DRF's stream bypasses), nesting and number sizes bounded before and during
-parsing, no NUL or lone surrogate, a UTF-8 BOM accepted. A refusal is a 400 with one line naming
-the field."""
+parsing, no NUL or lone surrogate, no key given twice in one object (the importers' rule), a
+UTF-8 BOM accepted. A refusal is a 400 with one line naming the field."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from rest_framework.exceptions import ParseError
 from rest_framework.parsers import JSONParser
 
 from .errors import InputError
-from .input_rules import load_json
+from .input_rules import load_json, refuse_repeated_keys
 
 
 class GuardedJSONParser(JSONParser):
@@ -28,6 +28,6 @@ class GuardedJSONParser(JSONParser):
         except (UnicodeDecodeError, LookupError) as exc:
             raise ParseError(f"JSON parse error - the body is not {encoding} text") from exc
         try:
-            return load_json(text)
+            return load_json(text, object_pairs_hook=refuse_repeated_keys())
         except InputError as exc:
             raise ParseError(f"JSON parse error - {exc}") from None

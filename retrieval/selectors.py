@@ -3,14 +3,16 @@ to show, and qrels and run files as TREC text."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from retrieval.errors import InputError
 from retrieval.models import Collection, Document, Hit, Passage, Qrel, Query, Retriever, Run
+from retrieval.qrels_sources import rows_for
 
 # The metrics the dashboard shows for a run, in this order, when evaluate_run reports them.
 KEY_METRICS = ("recall@1", "recall@10", "recall@100", "mrr@10", "ndcg@10", "mean_rank")
@@ -45,6 +47,16 @@ def runs_for_listing() -> QuerySet[Run]:
 
 def retrievers_for_listing() -> QuerySet[Retriever]:
     return Retriever.objects.select_related("trained_on", "training_job").order_by("-created_at", "-pk")
+
+
+def registered_dense_retriever(model: str) -> Retriever | None:
+    """The dense retriever a `--model` value names by id or name (trained models), if any. Here,
+    not in retrieval.dense: starting a run or a training asks this in the web request, and
+    importing the encoder's module (torch, sentence-transformers) held the browser for 15 s."""
+    match = Q(name=model)
+    if model.isdigit():
+        match |= Q(pk=int(model))
+    return Retriever.objects.filter(match, kind=Retriever.Kind.DENSE).first()
 
 
 def continuable_retrievers() -> QuerySet[Retriever]:
@@ -102,6 +114,40 @@ def _trec_run_lines(run: Run) -> Iterable[str]:
     )
     for query_id, passage_id, rank, score in hits.iterator(chunk_size=10000):
         yield f"{query_id} Q0 {passage_id} {rank} {score!r} {tag}"
+
+
+def relevant_rank_lines(run: Run) -> Iterable[str]:
+    """What `evaluate_run` reads beyond the TREC file: one JSON line per query of the run, in
+    collection order, with `query` (external id), `candidates` (its candidate set's size),
+    `stored_hits` (lines of the TREC file) and `ranks` (each relevant passage of the collection's
+    qrels that lies in the candidate set -> its exact rank over the whole set, best first). A
+    relevant passage not listed is outside the set: no ranking reaches it. Refuses a run that
+    is not done, before any line."""
+    require_done(run)
+    return _relevant_rank_lines(run)
+
+
+def _relevant_rank_lines(run: Run) -> Iterable[str]:
+    per_query = Hit.objects.filter(run=run).order_by().values("query_id").annotate(n=Count("pk"))
+    stored = {row["query_id"]: row["n"] for row in per_query}
+    results = list(
+        run.query_results.order_by("query__ordinal", "query_id").values_list(
+            "query_id", "query__external_id", "candidates", "relevant_ranks"
+        )
+    )
+    passage_ids = {int(pk) for *_, ranks in results for pk in ranks}
+    external = dict(rows_for(Passage.objects.all(), "pk", passage_ids, "pk", "external_id"))
+    for query_id, query, candidates, ranks in results:
+        ordered = sorted(ranks.items(), key=lambda pair: pair[1])
+        yield json.dumps(
+            {
+                "query": query,
+                "candidates": candidates,
+                "stored_hits": stored.get(query_id, 0),
+                "ranks": {external[int(pk)]: rank for pk, rank in ordered},
+            },
+            ensure_ascii=False,
+        )
 
 
 def get_run(run_id, field: str = "run") -> Run:

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 from rest_framework.fields import empty
 
@@ -14,10 +16,19 @@ from jobs.errors import BrokerUnavailable
 from jobs.models import Job
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1
 from retrieval.errors import InputError
+from retrieval.fields import AsciiFloatField, AsciiIntegerField
 from retrieval.metrics import run_metrics
 from retrieval.models import Collection, Query, Retriever, Run
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH, get_or_create_retriever, start_run_async
 from retrieval.services.trec_files import start_trec_import
+from retrieval.training_jobs import resolve_base_model, start_training_async
+
+
+@extend_schema_field(OpenApiTypes.BINARY)
+class UploadedFileField(serializers.FileField):
+    """A file sent in a multipart body. drf-spectacular describes a plain FileField as a URI
+    string (what it is in a response), so clients generated from the schema could not upload;
+    this one is binary."""
 
 
 class CollectionSerializer(serializers.ModelSerializer):
@@ -131,11 +142,11 @@ class RunRequestSerializer(serializers.Serializer):
 
     collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
     retriever = serializers.ChoiceField(choices=[Retriever.Kind.BM25, Retriever.Kind.DENSE])
-    k1 = serializers.FloatField(default=DEFAULT_K1)
-    b = serializers.FloatField(default=DEFAULT_B)
-    context_left = serializers.IntegerField(default=DEFAULT_CONTEXT[0], min_value=0, max_value=50)
-    context_right = serializers.IntegerField(default=DEFAULT_CONTEXT[1], min_value=0, max_value=50)
-    depth = serializers.IntegerField(default=DEFAULT_DEPTH, min_value=1, max_value=10000)
+    k1 = AsciiFloatField(default=DEFAULT_K1)
+    b = AsciiFloatField(default=DEFAULT_B)
+    context_left = AsciiIntegerField(default=DEFAULT_CONTEXT[0], min_value=0, max_value=50)
+    context_right = AsciiIntegerField(default=DEFAULT_CONTEXT[1], min_value=0, max_value=50)
+    depth = AsciiIntegerField(default=DEFAULT_DEPTH, min_value=1, max_value=10000)
     model = serializers.CharField(
         default="",
         allow_blank=True,
@@ -185,7 +196,7 @@ class RunImportSerializer(serializers.Serializer):
 
     collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
     name = serializers.CharField(max_length=200, help_text="The run's name, new in the collection.")
-    file = serializers.FileField(help_text="TREC run file: qid Q0 docid rank score tag, one tag.")
+    file = UploadedFileField(help_text="TREC run file: qid Q0 docid rank score tag, one tag.")
 
     def create(self, validated_data) -> Job:
         upload = validated_data["file"]
@@ -216,21 +227,17 @@ class TrainingParametersSerializer(serializers.Serializer):
         help_text="Where training starts: a registered dense retriever (name or id) to continue it, or a model "
         "name or folder; empty: the default model (the bundled MiniLM unless configured).",
     )
-    batch_size = serializers.IntegerField(default=32, help_text="Pairs per batch, all from one book.")
-    learning_rate = serializers.FloatField(default=2e-5, help_text="AdamW learning rate.")
-    epochs = serializers.IntegerField(default=1)
-    patience = serializers.IntegerField(
-        default=1, help_text="Stop after this many epochs without a lower validation loss."
-    )
+    batch_size = AsciiIntegerField(default=32, help_text="Pairs per batch, all from one book.")
+    learning_rate = AsciiFloatField(default=2e-5, help_text="AdamW learning rate.")
+    epochs = AsciiIntegerField(default=1)
+    patience = AsciiIntegerField(default=1, help_text="Stop after this many epochs without a lower validation loss.")
     asymmetric = serializers.BooleanField(default=False, help_text="Separate query and passage encoders (RELiC).")
-    max_steps = serializers.IntegerField(
+    max_steps = AsciiIntegerField(
         default=None, allow_null=True, help_text="Stop after this many steps; null: no limit."
     )
-    seed = serializers.IntegerField(default=0)
+    seed = AsciiIntegerField(default=0)
 
     def validate_base_model(self, value: str) -> str | None:
-        from retrieval.training import resolve_base_model  # torch loads only where training is requested
-
         try:
             return resolve_base_model(value)
         except InputError as exc:
@@ -243,12 +250,10 @@ class TrainingRequestSerializer(TrainingParametersSerializer):
     context["user"]."""
 
     collection = serializers.PrimaryKeyRelatedField(queryset=Collection.objects.all())
-    context_left = serializers.IntegerField(default=DEFAULT_CONTEXT[0], min_value=0, max_value=50)
-    context_right = serializers.IntegerField(default=DEFAULT_CONTEXT[1], min_value=0, max_value=50)
+    context_left = AsciiIntegerField(default=DEFAULT_CONTEXT[0], min_value=0, max_value=50)
+    context_right = AsciiIntegerField(default=DEFAULT_CONTEXT[1], min_value=0, max_value=50)
 
     def create(self, validated_data) -> Job:
-        from retrieval.training import start_training_async
-
         parameters = dict(validated_data)
         collection = parameters.pop("collection")
         with service_errors_on_fields():

@@ -87,25 +87,54 @@ def paragraphs(text: str) -> list[str]:
     return [paragraph for paragraph in normalised if paragraph]
 
 
+# A paragraph longer than spaCy's max_length is tokenised in pieces of about this many characters.
+PIECE_CHARS = 100_000
+
+
 def _tokenised(nlp: Language, paragraph: str) -> Doc:
-    """The paragraph as spaCy tokens. spaCy's tokenizer takes time quadratic in the length of a
-    run without spaces (it peels prefixes one by one off the rest of the run: 100,000 "[" would
-    take hours), so a run longer than LONG_RUN characters is tokenised in pieces of RUN_PIECE
-    characters; ordinary text has no such run and is tokenised exactly as before."""
+    """The paragraph as spaCy tokens. Tokenised in pieces cut at spaces, put together as one Doc,
+    when it is longer than spaCy's max_length (1,000,000 characters; two Austen novels whose
+    paragraphs end in single newlines are one paragraph of 1.3 million) or has a run without
+    spaces longer than LONG_RUN characters (the tokenizer takes time quadratic in such a run: it
+    peels prefixes one by one off the rest, and 100,000 "[" would take hours; such a run goes in
+    pieces of RUN_PIECE). spaCy splits at spaces before anything else, so every piece gives the
+    tokens the whole would, and the sentencizer then sees the paragraph whole: ordinary text is
+    tokenised and segmented exactly as before."""
     runs = paragraph.split(" ")
-    if max(map(len, runs)) <= LONG_RUN:
+    if len(paragraph) <= nlp.max_length and max(map(len, runs)) <= LONG_RUN:
         return nlp.make_doc(paragraph)
     words: list[str] = []
     spaces: list[bool] = []
-    for run in runs:
-        pieces = [run] if len(run) <= LONG_RUN else [run[i : i + RUN_PIECE] for i in range(0, len(run), RUN_PIECE)]
-        for piece in pieces:
-            tokens = nlp.tokenizer(piece)
-            words += [token.text for token in tokens]
-            spaces += [False] * len(tokens)
-        spaces[-1] = True
-    spaces[-1] = False
+    for piece, space_after in _pieces(runs):
+        tokens = nlp.tokenizer(piece)
+        words += [token.text for token in tokens]
+        spaces += [bool(token.whitespace_) for token in tokens]
+        spaces[-1] = space_after
     return Doc(nlp.vocab, words=words, spaces=spaces)
+
+
+def _pieces(runs: list[str]):
+    """(text, followed by a space) for consecutive runs joined up to PIECE_CHARS characters, and
+    for each run longer than LONG_RUN its RUN_PIECE slices (only the last followed by a space)."""
+    batch: list[str] = []
+    size = 0
+    for index, run in enumerate(runs):
+        last = index == len(runs) - 1
+        if len(run) > LONG_RUN:
+            if batch:
+                yield " ".join(batch), True
+                batch, size = [], 0
+            slices = [run[start : start + RUN_PIECE] for start in range(0, len(run), RUN_PIECE)]
+            for number, piece in enumerate(slices):
+                yield piece, number == len(slices) - 1 and not last
+            continue
+        batch.append(run)
+        size += len(run) + 1
+        if size >= PIECE_CHARS:
+            yield " ".join(batch), not last
+            batch, size = [], 0
+    if batch:
+        yield " ".join(batch), False
 
 
 def split_sentences(text: str) -> list[str]:

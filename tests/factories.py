@@ -9,10 +9,13 @@ import json
 
 import numpy as np
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Permission
 from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from annotation.models import AnnotatorProfile, Item, ItemCandidate, Judgment, Study
+from integrations.models import Webhook
+from outbound.sealing import hint, seal
 from retrieval.models import Collection, Document, Hit, Passage, PoolEntry, Qrel, Query, Retriever, Run, Sentence
 from retrieval.planner import refresh_statistics
 
@@ -23,6 +26,14 @@ def make_user(username: str | None = None, *, staff: bool = False, password: str
     """An active user; `staff=True` gives the staff flag (not superuser)."""
     username = username or f"user{next(_sequence)}"
     return get_user_model().objects.create_user(username=username, password=password, is_staff=staff)
+
+
+def grant(user, *permissions: str):
+    """Give `user` these permissions ("app_label.codename") and return it."""
+    for permission in permissions:
+        app_label, codename = permission.split(".")
+        user.user_permissions.add(Permission.objects.get(content_type__app_label=app_label, codename=codename))
+    return user
 
 
 def api_client(user=None) -> APIClient:
@@ -133,6 +144,24 @@ def call_json_command(name: str, *args) -> dict:
     out = io.StringIO()
     call_command(name, *map(str, args), "--json", stdout=out)
     return json.loads(out.getvalue().strip().splitlines()[-1])
+
+
+def create_pooled_study(
+    collection: Collection,
+    run_ids,
+    *,
+    depth: int,
+    name: str = "pool",
+    judgments_per_item: int = 2,
+    scale: str = "binary",
+    seed: int = 0,
+) -> int:
+    """A relevance study pooled from the runs' top `depth`, made as a researcher makes one (the
+    create_study command): its id."""
+    options = ["--kind", "relevance", "--collection", collection.name, "--name", name]
+    options += ["--runs", ",".join(str(run_id) for run_id in run_ids), "--depth", str(depth)]
+    options += ["--judgments-per-item", str(judgments_per_item), "--scale", scale, "--seed", str(seed)]
+    return call_json_command("create_study", *options)["study_id"]
 
 
 def export_study(study: Study) -> list[dict]:
@@ -751,3 +780,34 @@ def analyze_after_bulk_load() -> None:
     are never committed, so autovacuum never sees them either. Postgres would plan the 10K-item
     study's queries for the near-empty tables earlier tests left (minutes)."""
     refresh_statistics(Query, Passage, Item, ItemCandidate, Hit, Judgment)
+
+
+def make_webhook(url: str, secret: str, **fields) -> Webhook:
+    """A webhook written straight to the table, past registration's checks (a hook registered
+    before them, or one whose URL no test may resolve), with its secret sealed as registration
+    seals it."""
+    return Webhook.objects.create(url=url, sealed_secret=seal(secret), secret_hint=hint(secret), **fields)
+
+
+# --- preference studies (tests/annotation/test_preference_*.py, tests/evaluation/test_preference_*.py) ----
+
+
+def make_preference_collection(n_queries: int = 2, n_passages: int = 6) -> tuple[Collection, Run]:
+    """BEIR-style passages d0.. and queries q0..; one finished run ranking every passage for every
+    query (d0 first), so a study of depth n pools d0..d{n-1}."""
+    collection = make_label_collection(n_queries, n_passages)
+    passages = list(collection.passages.order_by("ordinal"))
+    run = make_scored_run(
+        collection,
+        {query: {p: float(n_passages - i) for i, p in enumerate(passages)} for query in collection.queries.all()},
+    )
+    return collection, run
+
+
+def make_preference_study(*, n_queries: int = 2, n_passages: int = 6, depth: int | None = None, **settings) -> Study:
+    """A preference study built through create_preference_study on make_preference_collection."""
+    from annotation.services import create_preference_study
+
+    collection, run = make_preference_collection(n_queries, n_passages)
+    settings.setdefault("name", f"preference-{next(_sequence)}")
+    return create_preference_study(collection=collection, runs=[run], depth=depth or n_passages, **settings).study

@@ -30,6 +30,7 @@ from retrieval.errors import InputError
 
 from .. import hot_queries
 from ..events import item_complete, judgment_submitted, study_complete
+from ..label_schema import study_schema
 from ..models import (
     LIVE_ASSIGNMENT_STATES,
     Assignment,
@@ -39,8 +40,10 @@ from ..models import (
     QualificationAnswer,
     Study,
 )
-from ..selectors import annotator_item_payload, annotator_progress, finished_payload, shown_item
+from ..presentation import item_positions, shown_order
+from ..selectors import annotator_item_payload, annotator_progress, finished_payload, item_limit, shown_item
 from .labels import Answer, validate_answer
+from .pools import draw_for_claim
 from .qualification import next_question, qualification_state, record_answer
 
 # Client-reported seconds outside this range are clamped: a day is longer than any honest item.
@@ -71,23 +74,41 @@ class Submission:
     qualification_answer: QualificationAnswer | None = None
 
 
-def annotator_refusal(study: Study, annotator) -> str | None:
-    """Why `annotator` may not work on `study`, or None when they may: inactive, blocked
-    everywhere or from this study, not on its list, or locked out by its qualification round
-    (or the round has no questions yet). Being still in the round is no refusal."""
+@dataclass(frozen=True)
+class WorkStanding:
+    """Whether an annotator may work on a study (`refusal`: why not) and the most formal items
+    they may judge there (`item_limit`, None: no limit)."""
+
+    refusal: str | None
+    item_limit: int | None
+
+
+def work_standing(study: Study, annotator) -> WorkStanding:
+    """The annotator's standing in the study, in one statement (annotation.hot_queries: it runs
+    on every request an annotator makes). Refused: inactive, blocked everywhere or from this
+    study, an account scoped to its granted studies without this one, not on the study's list
+    (unless the study was granted to them: an invitation or crowd link lets its holder in), or
+    locked out by its qualification round (or the round has no questions yet). Being still in
+    the round is no refusal."""
     if not annotator.is_active:
-        return "your account is inactive"
-    # One statement (annotation.hot_queries): it runs on every request an annotator makes.
+        return WorkStanding("your account is inactive", None)
     standing = hot_queries.standing(study.pk, annotator.pk)
+    limit = item_limit(study.max_items_per_annotator, standing["item_quota"])
     if standing["blocked_everywhere"]:
-        return "your account is blocked from annotation"
-    if standing["only_study_id"] not in (None, study.pk):
-        return "your account may work on another study only"
-    if standing["has_list"] and not standing["listed"]:
-        return "you are not one of this study's annotators"
+        return WorkStanding("your account is blocked from annotation", limit)
+    if not standing["granted"]:
+        if standing["only_granted"]:
+            return WorkStanding("your account may work only on the studies you were invited to", limit)
+        if standing["has_list"] and not standing["listed"]:
+            return WorkStanding("you are not one of this study's annotators", limit)
     if standing["blocked_here"]:
-        return "you are blocked from this study"
-    return qualification_state(study, annotator).refusal()
+        return WorkStanding("you are blocked from this study", limit)
+    return WorkStanding(qualification_state(study, annotator).refusal(), limit)
+
+
+def annotator_refusal(study: Study, annotator) -> str | None:
+    """Why `annotator` may not work on `study` (work_standing), or None when they may."""
+    return work_standing(study, annotator).refusal
 
 
 def lock_rows(queryset: QuerySet) -> None:
@@ -104,22 +125,22 @@ def claim_next_item(study: Study, annotator) -> Assignment | None:
     Raises AnnotationForbidden for blocked, inactive or not-allowed annotators, and for those
     who have not passed the study's qualification round (next_work serves them its questions).
     """
-    refusal = annotator_refusal(study, annotator)
-    if refusal:
-        raise AnnotationForbidden(refusal)
+    standing = work_standing(study, annotator)
+    if standing.refusal:
+        raise AnnotationForbidden(standing.refusal)
     if not qualification_state(study, annotator).qualified:
         raise AnnotationForbidden("pass this study's qualification round first")
-    return _claim_for_qualified(study, annotator)
+    return _claim_for_qualified(study, annotator, standing.item_limit)
 
 
-def _claim_for_qualified(study: Study, annotator) -> Assignment | None:
-    """claim_next_item once the annotator's standing is known to be good."""
+def _claim_for_qualified(study: Study, annotator, limit: int | None) -> Assignment | None:
+    """claim_next_item once the annotator's standing (and their item limit) is known to be good."""
     if study.status != Study.Status.OPEN:
         return None
     for attempt in range(1, CLAIM_ATTEMPTS + 1):
         try:
             with transaction.atomic():
-                return _claim(study, annotator)
+                return _claim(study, annotator, limit)
         except _QueueMoved:
             continue
         except (IntegrityError, OperationalError):
@@ -135,7 +156,7 @@ class _QueueMoved(Exception):
     """Every item that looked free was filled by others before we could lock it."""
 
 
-def _claim(study: Study, annotator) -> Assignment | None:
+def _claim(study: Study, annotator, limit: int | None) -> Assignment | None:
     """One claim attempt (in a transaction): the annotator's unexpired claim again, else a slot of
     the neediest item they may judge. The returned assignment carries its item, the item's
     query and the study, ready for the payload."""
@@ -153,10 +174,12 @@ def _claim(study: Study, annotator) -> Assignment | None:
     if current is not None:
         current.item.study = study
         return current
-    if reached_cap(study, annotator):
+    if reached_limit(study, annotator, limit):
         return None
     expire_stale_claims(study, now)
     needy = hot_queries.claimable_item_ids(study, annotator.pk, limit=CLAIM_CANDIDATES)
+    if not needy:  # an adaptive pool draws its next pair for them (services/pools.py)
+        needy = draw_for_claim(study)
     for item_id in needy:
         lock_rows(Item.objects.filter(pk=item_id))
         slot = free_slot(item_id, study.judgments_per_item)
@@ -175,17 +198,17 @@ def _claim(study: Study, annotator) -> Assignment | None:
     return None
 
 
-def reached_cap(study: Study, annotator) -> bool:
-    """Whether the annotator has judged the study's `max_items_per_annotator` formal items (a
-    voided judgment still counts: the work was done)."""
-    cap = study.max_items_per_annotator
-    if cap is None:
+def reached_limit(study: Study, annotator, limit: int | None) -> bool:
+    """Whether the annotator has judged `limit` formal items of the study (WorkStanding's
+    item_limit: the study's cap or their own quota; a voided judgment still counts: the work was
+    done)."""
+    if limit is None:
         return False
     return (
         Judgment.objects.filter(item__study=study, annotator=annotator)
         .exclude(item__role=Item.Role.QUALIFICATION)
         .count()
-        >= cap
+        >= limit
     )
 
 
@@ -202,13 +225,13 @@ def next_work(study: Study, annotator) -> dict:
     web page and the API both serve. Until the annotator passes the study's qualification round
     the item is their next qualification question; `qualification` always says where they stand
     (QualificationState.payload: status, attempt n of m, the last attempt's result)."""
-    refusal = annotator_refusal(study, annotator)
-    if refusal:
-        raise AnnotationForbidden(refusal)
+    standing = work_standing(study, annotator)
+    if standing.refusal:
+        raise AnnotationForbidden(standing.refusal)
     state = qualification_state(study, annotator)
     if not state.qualified:
         return _next_question_payload(study, annotator)
-    assignment = _claim_for_qualified(study, annotator)
+    assignment = _claim_for_qualified(study, annotator, standing.item_limit)
     payload = finished_payload(study, annotator) if assignment is None else annotator_item_payload(assignment)
     return {**payload, "qualification": state.payload()}
 
@@ -227,7 +250,7 @@ def _next_question_payload(study: Study, annotator) -> dict:
         return {**finished_payload(study, annotator), "qualification": state.payload()}
     return {
         "finished": False,
-        **shown_item(question[1]),
+        **shown_item(question[1], annotator.pk),
         "expires_at": None,
         "progress": annotator_progress(study, annotator),
         "qualification": state.payload(),
@@ -253,6 +276,7 @@ def submit_judgment(
     annotator,
     item: Item,
     candidate: ItemCandidate | None = None,
+    candidate_id: int | None = None,
     position: int | None = None,
     label=None,
     spans=None,
@@ -262,9 +286,12 @@ def submit_judgment(
     seconds=None,
     unsure: bool = False,
 ) -> Submission:
-    """Store the annotator's answer to `item`: a candidate (or its 0-based display position)
-    for proxy studies; for label studies a label (or a multi-select's selected positions) with
-    the spans, rubric and rationale the study's schema asks for (see labels.validate_answer).
+    """Store the annotator's answer to `item`: a candidate (the ItemCandidate, its id as the
+    payload gave it, or its 0-based position as shown to this annotator) for proxy studies; for
+    label studies a label (or a multi-select's selected positions, as shown) with the spans,
+    rubric and rationale the study's schema asks for (see labels.validate_answer). Positions
+    are read in the order this annotator was shown (annotation.presentation), which the
+    judgment records (`shown_order`); what is stored is the candidate itself (item positions).
     `unsure` keeps the annotator's "I am guessing" mark beside the answer (not for
     qualification answers, which are scored either way).
 
@@ -282,6 +309,7 @@ def submit_judgment(
             annotator,
             item,
             candidate=candidate,
+            candidate_id=candidate_id,
             position=position,
             label=label,
             spans=spans,
@@ -306,9 +334,11 @@ def submit_judgment(
             # shape (how many candidates, how long its texts are). A claim revived here is rolled
             # back with the rest when the answer is then rejected.
             assignment = active or _revived_claim(item, claims)
-            answer = _resolve_answer(
+            answer, order = _resolve_answer(
                 item,
+                annotator,
                 candidate=candidate,
+                candidate_id=candidate_id,
                 position=position,
                 label=label,
                 spans=spans,
@@ -322,6 +352,7 @@ def submit_judgment(
                 annotator=annotator,
                 assignment=assignment,
                 **answer.judgment_fields(),
+                shown_order=order,
                 unsure=bool(unsure),
                 seconds=clamp_seconds(seconds),
                 server_seconds=(now - assignment.claimed_at).total_seconds(),
@@ -377,17 +408,47 @@ def _submit_qualification_answer(annotator, item: Item, **parts) -> Submission:
             return Submission(None, created=False, qualification_answer=stored)
         if study.status != Study.Status.OPEN:
             raise SubmissionRejected("this study is closed", conflict=True)
-        recorded = record_answer(state.current, item, _resolve_answer(item, **parts))
+        answer, _order = _resolve_answer(item, annotator, **parts)
+        recorded = record_answer(state.current, item, answer)
     return Submission(None, created=True, qualification_answer=recorded)
 
 
-def _resolve_answer(item: Item, **parts) -> Answer:
-    """The answer validated against the study's kind and schema; a malformed one is rejected
-    with the offending field named."""
+def _resolve_answer(
+    item: Item, annotator, *, candidate_id: int | None = None, position=None, selections=None, **parts
+) -> tuple[Answer, list[int]]:
+    """The answer validated against the study's kind and schema (a malformed one is rejected
+    with the offending field named), and the order the annotator was shown the item's
+    candidates in (item positions, first shown first). Positions and selections come as shown
+    and are read as item positions; a candidate id is looked up among the item's candidates.
+
+    The candidates are read once, here, and handed to the validation (which would otherwise
+    read them itself): recording the order costs no statement. A label item without several
+    candidates shows its one passage: its order is [0] and nothing is read."""
+    study = item.study
+    several = (
+        study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE)
+        or study_schema(study)["multi_select"]
+        or candidate_id is not None
+    )
+    shown = list(ItemCandidate.objects.filter(item=item).order_by("position")) if several else None
+    order = shown_order(study, item.pk, annotator.pk, len(shown)) if shown is not None else [0]
+    candidate = parts.pop("candidate", None)
+    if candidate_id is not None:
+        candidate = next((option for option in shown if option.pk == candidate_id), None)
+        if candidate is None:
+            raise SubmissionRejected(str(InputError("not one of this item's candidates", field="candidate")))
+    if position is not None:
+        position = item_positions(order, position)
+    if isinstance(selections, (list, tuple)) and len(set(map(str, selections))) == len(selections):
+        # (A list naming a position twice is refused as sent, in the annotator's own numbers.)
+        selections = [item_positions(order, value) for value in selections]
     try:
-        return validate_answer(item.study, item, **parts)
+        answer = validate_answer(
+            study, item, candidate=candidate, position=position, selections=selections, shown=shown, **parts
+        )
     except InputError as exc:
         raise SubmissionRejected(str(exc)) from exc
+    return answer, order
 
 
 def _revived_claim(item: Item, claims: list[Assignment]) -> Assignment:

@@ -1,5 +1,5 @@
-"""A collection's page: its sizes, its runs, renaming it and deleting it (refused while a study
-depends on it or a run of it is unfinished; its caches on disk go with it)."""
+"""A collection's page: its sizes, its runs, its leaderboard and bundle, renaming it and deleting it
+(refused while a study depends on it or a run of it is unfinished; its caches on disk go with it)."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from django.views.decorators.http import require_POST
 from retrieval import selectors
 from retrieval.access import staff_required
 from retrieval.errors import InputError
+from retrieval.qrels_sources import qrels_choices
 from retrieval.services.lifecycle import delete_collection, deletion_refusals, rename_collection
 from retrieval.wording import counted
 
@@ -27,6 +28,7 @@ def collection_detail(request, collection_id: int):
         {
             "collection": collection,
             "runs": selectors.runs_for_listing().filter(collection=collection),
+            "qrels_choices": qrels_choices(collection),
             "deletion_refusals": deletion_refusals(collection),
         },
     )

@@ -12,6 +12,7 @@ from console.selectors import run_page
 from retrieval.access import staff_required
 from retrieval.errors import InputError
 from retrieval.models import Run
+from retrieval.qrels_sources import qrels_choices
 from retrieval.services.lifecycle import delete_run, deletion_refusals
 
 
@@ -21,18 +22,23 @@ def _run(run_id: int) -> Run:
 
 @staff_required
 def run_detail(request, run_id: int):
+    """The run page; `?qrels=SOURCE&coverage_threshold=T` choose whose labels its coverage
+    (Judged@k, the warning, the per-query column) is measured against."""
     run = _run(run_id)
-    page = run_page(run, request.GET.get("page", 1))
-    return render(
-        request,
-        "console/run_detail.html",
-        {
-            "run": run,
-            **page,
-            "chart": recall_curve_svg(page["recall"], f"Recall@k of run {run.pk} (± 1 standard error)"),
-            "deletion_refusals": deletion_refusals(run),
-        },
-    )
+    qrels, threshold = request.GET.get("qrels") or None, request.GET.get("coverage_threshold") or None
+    context = {
+        "run": run,
+        "qrels_choices": qrels_choices(run.collection),
+        "selected_qrels": qrels or "imported",
+        "threshold_text": threshold or "",
+        "deletion_refusals": deletion_refusals(run),
+    }
+    try:
+        page = run_page(run, request.GET.get("page", 1), qrels, threshold)
+    except InputError as error:
+        page, context["coverage_error"] = run_page(run, request.GET.get("page", 1)), str(error)
+    context.update(page, chart=recall_curve_svg(page["recall"], f"Recall@k of run {run.pk} (± 1 standard error)"))
+    return render(request, "console/run_detail.html", context, status=400 if "coverage_error" in context else 200)
 
 
 @staff_required

@@ -8,6 +8,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from console.job_pages import queued_message
 from console.uploads import UPLOAD_KINDS, queue_upload
 from console.views.dashboard import render_dashboard
 from jobs.errors import BrokerUnavailable
@@ -22,8 +23,8 @@ def upload(request):
         job = queue_upload(request.POST.get("kind"), request.FILES.get("file"), request.POST.dict(), user=request.user)
     except InputError as error:
         return render_dashboard(request, upload_request=request.POST.dict(), upload_error=str(error), status=400)
-    except BrokerUnavailable as error:  # nothing was kept: the upload's folder went with the refusal
+    except BrokerUnavailable as error:
         return render_dashboard(request, upload_request=request.POST.dict(), upload_error=str(error), status=503)
     kind = UPLOAD_KINDS[job.parameters["upload"]]
-    messages.success(request, f"{kind.label} “{job.parameters['file']}” uploaded; importing as job {job.pk}.")
+    messages.success(request, queued_message(f"{kind.label} “{job.parameters['file']}” uploaded; its import", job))
     return redirect(reverse("dashboard") + "#jobs")

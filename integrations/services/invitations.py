@@ -1,7 +1,9 @@
 """Inviting named annotators: staff issue a one-time link (sent by e-mail when an address is
-given); its holder chooses a username and password, becomes an annotator of the invited
-studies and is signed in. Also the per-study recruiting settings: named annotators and the
-per-annotator cap the queue enforces (annotation.services.queue.reached_cap)."""
+given); its holder chooses a username and password and gets an account granted the invited
+studies (annotation.StudyGrant), then is signed in. An invitation grants access: it never names
+the account on a study's annotator list, so an open study stays open to everyone else. The
+account works on the invited studies only unless the invitation (or staff, later) widens it to
+every open study."""
 
 from __future__ import annotations
 
@@ -17,10 +19,12 @@ from django.db import transaction
 from django.urls import reverse
 from django.utils import timezone
 
-from annotation.models import Study
+from annotation.models import AnnotatorProfile, Study, StudyGrant
+from marginalia.public_address import public_address
 from retrieval.errors import InputError
 
 from ..models import Invitation
+from .crowd import PARTICIPANT_NAME
 from .tokens import digest, new_token
 
 
@@ -36,14 +40,23 @@ class IssuedInvitation:
         return reverse("invitation_accept", args=[self.token])
 
     def url(self, base_url: str | None = None) -> str:
-        return (base_url or settings.MARGINALIA_BASE_URL).rstrip("/") + self.path
+        """The link on the platform's public address (marginalia.public_address) unless
+        `base_url` is given."""
+        return (base_url or public_address()).rstrip("/") + self.path
 
 
 def invite_annotator(
-    *, studies: list[Study], email: str = "", created_by=None, send: bool = True, base_url: str | None = None
+    *,
+    studies: list[Study],
+    email: str = "",
+    created_by=None,
+    send: bool = True,
+    base_url: str | None = None,
+    only_invited_studies: bool = True,
 ) -> IssuedInvitation:
     """A new one-time invitation to `studies` (may be empty: an account with no study yet),
-    e-mailed to `email` when one is given and `send` is true."""
+    e-mailed to `email` when one is given and `send` is true. The account it makes works on
+    these studies only unless `only_invited_studies` is off."""
     email = (email or "").strip()
     if email:
         try:
@@ -51,12 +64,15 @@ def invite_annotator(
         except ValidationError:
             raise InputError(f"not an e-mail address: {email!r}", field="email") from None
         if get_user_model().objects.filter(email__iexact=email).exists():
-            raise InputError(f"{email} already has an account: add it to the study's annotators instead", field="email")
+            raise InputError(
+                f"{email} already has an account: give it access on the study's recruiting page instead", field="email"
+            )
     token = new_token()
     with transaction.atomic():
         invitation = Invitation.objects.create(
             email=email,
             token_digest=digest(token),
+            only_invited_studies=only_invited_studies,
             created_by=created_by,
             expires_at=timezone.now() + timedelta(days=settings.MARGINALIA_INVITATION_DAYS),
         )
@@ -92,8 +108,11 @@ def open_invitation(token: str) -> Invitation | None:
 
 
 def accept_invitation(token: str, *, username: str, password: str):
-    """Create the invited annotator's account and put it on the invited studies. The token works
-    once: a second acceptance (two tabs, a replayed link) is refused under the row's lock."""
+    """Create the invited annotator's account, granted the invited studies (and scoped to them
+    unless the invitation says otherwise). The token works once: a second acceptance (two tabs,
+    a replayed link) is refused under the row's lock."""
+    if PARTICIPANT_NAME.match(username):
+        raise InputError("usernames that start with 'participant-' are kept for crowd participants", field="username")
     with transaction.atomic():
         invitation = Invitation.objects.select_for_update().filter(token_digest=digest(token)).first()
         if invitation is None or invitation.accepted_at is not None or invitation.expires_at <= timezone.now():
@@ -101,21 +120,8 @@ def accept_invitation(token: str, *, username: str, password: str):
         if get_user_model().objects.filter(username__iexact=username).exists():
             raise InputError(f"the username {username!r} is taken", field="username")
         user = get_user_model().objects.create_user(username=username, email=invitation.email, password=password)
-        for study in invitation.studies.all():
-            study.annotators.add(user)
+        AnnotatorProfile.objects.create(user=user, only_granted=invitation.only_invited_studies)
+        StudyGrant.objects.bulk_create([StudyGrant(study=study, annotator=user) for study in invitation.studies.all()])
         invitation.accepted_at, invitation.accepted_by = timezone.now(), user
         invitation.save(update_fields=["accepted_at", "accepted_by"])
     return user
-
-
-def set_recruiting(study: Study, *, annotators=None, max_items_per_annotator=...) -> Study:
-    """Change who may work on a study (None: leave as is; empty: everyone) and its per-annotator
-    cap (None: no cap; left out: unchanged)."""
-    if max_items_per_annotator is not ...:
-        if max_items_per_annotator is not None and max_items_per_annotator < 1:
-            raise InputError("must be at least 1, or empty for no cap", field="max_items_per_annotator")
-        study.max_items_per_annotator = max_items_per_annotator
-        study.save(update_fields=["max_items_per_annotator"])
-    if annotators is not None:
-        study.annotators.set(annotators)
-    return study

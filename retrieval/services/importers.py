@@ -18,7 +18,6 @@ RELiC decisions:
 from __future__ import annotations
 
 import json
-from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -28,7 +27,16 @@ from jobs.progress import Progress, no_progress
 
 from ..bulk import insert_rows
 from ..errors import InputError
-from ..input_rules import check_integer, json_type, load_json, read_jsonl, read_lines, read_text
+from ..input_rules import (
+    column_range,
+    json_type,
+    load_json,
+    parse_integer,
+    read_jsonl,
+    read_lines,
+    read_text,
+    refuse_repeated_keys,
+)
 from ..models import Collection, Document, Passage, PoolEntry, Qrel, Query, Sentence
 from ..planner import refresh_statistics
 from ..text import MAX_WINDOW, split_sentences, strip_gutenberg, window_counts
@@ -306,15 +314,7 @@ class _JsonChecker:
 
 def parse_relic(path: Path) -> list[RelicBook]:
     file = str(path)
-
-    def refuse_repeated_keys(pairs: list[tuple[str, object]]) -> dict:
-        data = dict(pairs)
-        if len(data) != len(pairs):
-            repeated = next(key for key, count in Counter(key for key, _ in pairs).items() if count > 1)
-            raise InputError(f"key '{repeated}' appears twice in one object", file=file, field=repeated)
-        return data
-
-    data = load_json(read_text(path), file=file, object_pairs_hook=refuse_repeated_keys)
+    data = load_json(read_text(path), file=file, object_pairs_hook=refuse_repeated_keys(file))
     if not isinstance(data, dict):
         raise InputError(f"expected a JSON object of books, got {json_type(data)}", file=file)
     if not data:
@@ -550,11 +550,7 @@ def _parse_qrels(path: Path, queries: dict, corpus: dict) -> dict[tuple[str, str
             raise InputError(f"unknown query id '{query_id}'", file=file, line=line, field="query-id")
         if corpus_id not in corpus:
             raise InputError(f"unknown corpus id '{corpus_id}'", file=file, line=line, field="corpus-id")
-        try:
-            score = int(score_text)
-        except ValueError:
-            raise InputError(f"'{score_text}' is not an integer", file=file, line=line, field="score") from None
-        check_integer(score, Qrel, "relevance", field="score", file=file, line=line)
+        score = parse_integer(score_text, field="score", file=file, line=line, bounds=column_range(Qrel, "relevance"))
         pair = (query_id, corpus_id)
         if pair in qrels and qrels[pair] != score:
             message = f"conflicts with score {qrels[pair]} on line {first_lines[pair]}"

@@ -2,10 +2,10 @@
 or BEIR's tab-separated file with its `query-id corpus-id score` header.
 
 Every line is checked before anything is written (one transaction): known query and passage
-external ids, an integer relevance, no pair given twice with different relevance, no pair already
-stored with another relevance (qrels are not silently rewritten). Runs score their queries against
-the qrels there were when they ran, so a collection that has runs is refused: its stored ranks and
-metrics would go stale."""
+external ids, an integer relevance in ASCII digits within the column's 32 bits (as import_beir),
+no pair given twice with different relevance, no pair already stored with another relevance
+(qrels are not silently rewritten). Runs score their queries against the qrels there were when
+they ran, so a collection that has runs is refused: its stored ranks and metrics would go stale."""
 
 from __future__ import annotations
 
@@ -16,7 +16,7 @@ from django.db import transaction
 from jobs.progress import Progress, no_progress
 
 from ..errors import InputError
-from ..input_rules import read_lines
+from ..input_rules import column_range, parse_integer, read_lines
 from ..models import Collection, Qrel
 from .importers import QRELS_HEADER
 
@@ -52,10 +52,9 @@ def import_qrels(collection: Collection, path: str | Path, *, progress: Progress
             raise InputError(f"unknown query id '{query_id}'", file=file, line=line, field="query-id")
         if passage_id not in passages:
             raise InputError(f"unknown passage id '{passage_id}'", file=file, line=line, field="corpus-id")
-        try:
-            relevance = int(relevance_text)
-        except ValueError:
-            raise InputError(f"'{relevance_text}' is not an integer", file=file, line=line, field="relevance") from None
+        relevance = parse_integer(
+            relevance_text, field="relevance", file=file, line=line, bounds=column_range(Qrel, "relevance")
+        )
         pair = (queries[query_id], passages[passage_id])
         if pair in wanted and wanted[pair][0] != relevance:
             raise InputError(

@@ -30,6 +30,7 @@ from retrieval.models import Collection, Document, Hit, Qrel, Query, Retriever, 
 from retrieval.planner import refresh_statistics
 from retrieval.ranking import ranks_of, tie_break, top_ranked
 from retrieval.scoring import Scorer, query_text
+from retrieval.selectors import registered_dense_retriever
 
 from .candidates import CandidateSet, PassageRow, candidate_sets, load_passages
 from .import_status import unimported_reason
@@ -63,8 +64,6 @@ def get_or_create_retriever(kind: str, *, k1: float = DEFAULT_K1, b: float = DEF
         )
         return retriever
     if kind == Retriever.Kind.DENSE:
-        from retrieval.dense import registered_dense_retriever
-
         registered = registered_dense_retriever(model) if model else None
         if registered:
             return registered

@@ -17,7 +17,6 @@ Decisions (each bad input is one line naming the file, the line and the field):
 from __future__ import annotations
 
 import itertools
-import math
 import shutil
 import uuid
 from dataclasses import dataclass, field
@@ -34,7 +33,7 @@ from jobs.services import create_job, dispatch
 from retrieval.errors import InputError
 from retrieval.models import Collection, Run
 
-from ..input_rules import read_lines
+from ..input_rules import parse_integer, parse_real, read_lines
 from .external_runs import check_run_name, save_ranked_run
 
 SHOWN_UNKNOWN = 5
@@ -57,17 +56,6 @@ class TrecRun:
     queries: dict[str, list[RunLine]] = field(default_factory=dict)
 
 
-def _number(text: str, kind, file: str, line: int, name: str):
-    try:
-        value = kind(text)
-    except ValueError:
-        expected = "a whole number" if kind is int else "a number"
-        raise InputError(f"{text!r} is not {expected}", file=file, line=line, field=name) from None
-    if kind is float and not math.isfinite(value):
-        raise InputError(f"{text!r} is not a finite number", file=file, line=line, field=name)
-    return value
-
-
 def parse_trec_run(path: Path | str, label: str | None = None) -> TrecRun:
     """Read and check a TREC run file's syntax, duplicates, tags and rank/score order. Errors
     name the file as `label` (an upload's own name) or its path."""
@@ -88,8 +76,8 @@ def parse_trec_run(path: Path | str, label: str | None = None) -> TrecRun:
                 field="columns",
             )
         qid, _, docid, rank, score, tag = columns
-        rank = _number(rank, int, file, number, "rank")
-        score = _number(score, float, file, number, "score")
+        rank = parse_integer(rank, field="rank", file=file, line=number)
+        score = parse_real(score, field="score", file=file, line=number)
         if not run.tag:
             run.tag, tag_line = tag, number
         elif tag != run.tag:

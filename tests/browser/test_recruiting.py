@@ -1,16 +1,22 @@
 """Recruiting in a real Chromium: an invited annotator accepts the one-time link, chooses a
-password and annotates; a crowd participant arriving from Prolific finishes a capped quota,
-sees the completion code and is sent back; a second participant id gets fresh work."""
+password and annotates; a crowd participant arriving from Prolific finishes the link's quota,
+sees the completion code and is sent back; a second participant id gets fresh work; the
+recruiting page says whom naming annotators would refuse before staff save; a crowd link opened
+in a signed-in browser asks before it switches accounts."""
 
 import re
 
 import pytest
+from django.contrib.auth import get_user_model
 from playwright.sync_api import expect
 
 from annotation.models import Judgment
+from annotation.services import claim_next_item, submit_judgment
+from integrations.models import Participant
 from integrations.services.crowd import configure_crowd_link
-from integrations.services.invitations import invite_annotator
-from tests.factories import make_relic_proxy_study
+from integrations.services.invitations import accept_invitation, invite_annotator
+from tests.browser.conftest import sign_in
+from tests.factories import make_annotator, make_relic_proxy_study, make_user
 
 pytestmark = [pytest.mark.browser, pytest.mark.django_db(transaction=True)]
 
@@ -78,3 +84,53 @@ def test_a_crowd_participant_finishes_the_quota_sees_the_code_and_a_second_one_g
     answer_first_candidate(second, "1 / 2")
     second_context.close()
     assert Judgment.objects.filter(item__study=study).count() == 3
+
+
+def test_the_recruiting_page_says_whom_naming_annotators_would_refuse_before_saving(page):
+    study = make_relic_proxy_study(4, judgments_per_item=3)
+    make_user("curator", staff=True)
+    reader, named = make_annotator("reader"), make_annotator("named")
+    for _ in range(2):
+        assignment = claim_next_item(study, reader)
+        submit_judgment(annotator=reader, item=assignment.item, position=0)
+    scholar = invite_annotator(studies=[study])
+    accept_invitation(scholar.token, username="scholar", password="a-long-Passphrase-42")
+    assignment = claim_next_item(study, get_user_model().objects.get(username="scholar"))
+
+    sign_in(page, "curator")
+    page.goto(f"/studies/{study.pk}/recruiting/")
+    warning = page.locator("#narrowing-warning")
+    expect(warning).to_be_hidden()
+    page.select_option("#id_annotators", label="named")
+    expect(warning).to_be_visible()
+    expect(warning).to_contain_text("1 person who has worked on it would be refused: reader (2 judged)")
+    expect(warning).not_to_contain_text("scholar")  # granted by the invitation: keeps access
+    page.select_option("#id_annotators", [])
+    expect(warning).to_be_hidden()
+
+    page.select_option("#id_annotators", str(named.pk))
+    page.get_by_role("button", name="Save").first.click()
+    expect(page.locator(".messages")).to_contain_text("Refused from now on: reader (2 judged).")
+    expect(page.locator("#access-summary")).to_contain_text("Only these annotators may work on the study: named")
+
+
+def test_a_crowd_link_opened_in_a_staff_browser_asks_before_switching_accounts(page):
+    study = make_relic_proxy_study(3)
+    link = configure_crowd_link(study, completion_code="CC-1", quota=2)
+    make_user("curator", staff=True)
+    sign_in(page, "curator")
+    entry = f"/crowd/{link.slug}/?PROLIFIC_PID=5f0c1a2b3c&STUDY_ID=prolific-study&SESSION_ID=session-1"
+
+    page.goto(entry)
+    expect(page.locator("#crowd-confirm")).to_be_visible()
+    expect(page.locator("#signed-in-as")).to_have_text("curator")
+    page.goto("/dashboard/")  # the GET changed nothing: still staff
+    expect(page.locator(".who")).to_have_text("curator")
+    assert not Participant.objects.exists()
+
+    page.goto(entry)
+    page.get_by_role("button", name="Sign out and take part").click()
+    expect(page.locator("#progress-text")).to_have_text("0 / 2")
+    participant = Participant.objects.get()
+    expect(page.locator(".who")).to_have_text(participant.user.username)
+    assert participant.user.username.startswith("Participant-") and "5f0c1a2b3c" not in page.content()

@@ -36,7 +36,7 @@ def test_the_run_page_shows_parameters_metrics_with_standard_errors_and_each_que
     for name in ("recall@1", "recall@10", "mean_rank", "mrr@10", "ndcg@10", "n_rodcg@10"):
         assert cell(html, f'data-metric="{name}"', 1) == f"{report['metrics'][name]:.3f}"
         assert cell(html, f'data-metric="{name}"', 2) == f"{report['stderr'][name]:.3f}"
-    assert f"Over {report['queries']} queries with a relevant passage" in html
+    assert f"Over {report['queries']} judged queries" in html
     assert 'data-length="2"' in html and 'data-length-metric="recall@1"' in html
     for result in RunQuery.objects.filter(run=run).select_related("query"):
         assert cell(html, f'data-query="{result.query.external_id}"', 5) == str(min(result.relevant_ranks.values()))

@@ -133,3 +133,13 @@ def test_the_comparison_page_renders_tables_and_plots_for_staff_only(three_runs,
     assert client.get(url).status_code == 403
     client.logout()
     assert client.get(url).status_code == 302
+
+
+def test_comparisons_take_a_qrels_source(three_runs):
+    ids = [run.pk for run in three_runs]
+    report = call_json_command("compare_runs", *ids, "--metrics", "MAP", "--qrels", "imported")
+    assert report["qrels"] == "imported" and report["queries"] == 5
+    with pytest.raises(CommandError, match="field 'qrels': no study with id 999999"):
+        call_json_command("compare_runs", *ids, "--qrels", "study:999999")
+    url = f"/api/comparisons/?runs={ids[0]},{ids[1]}&qrels=judge:nobody"
+    assert api_client(make_user(staff=True)).get(url).json() == {"qrels": ["no judge named 'nobody'"]}

@@ -3,6 +3,8 @@ participant bound to its id, serves at most the quota, then shows the completion
 the participant back; screened-out and blocked participants get a plain page; and a link never
 opens anyone else's work (another session with the same id, another study, another's code)."""
 
+import hashlib
+
 import pytest
 from django.test import Client
 
@@ -40,7 +42,9 @@ def test_the_link_creates_a_participant_bound_to_the_id_and_sends_them_to_the_st
     response = visit(client, link)
     assert response.status_code == 302 and response["Location"] == f"/annotate/{link.study_id}/"
     participant = Participant.objects.get()
-    assert (participant.external_id, participant.platform_study, participant.session) == ("PID1", "PS", "S1")
+    assert (participant.external_id, participant.platform_study) == ("PID1", "PS")
+    assert participant.session_digest == hashlib.sha256(b"S1").hexdigest()  # bound, never stored in clear
+    assert participant.user.username == f"Participant-{participant.pk}"
     assert not participant.user.has_usable_password()
     assert client.get(f"/annotate/{link.study_id}/").status_code == 200
 
@@ -123,8 +127,10 @@ def test_a_participant_cannot_read_another_links_completion_code(link):
 def test_a_screened_out_participant_gets_a_clear_page_with_the_screen_out_code(link):
     client = Client()
     visit(client, link)
+    name = Participant.objects.get().user.username
     summary = call_json_command("crowd_link", link.study_id, "--screen-out", "PID1")
-    assert summary["screened_out"] == "PID1" and summary["participants"]["PID1"]["status"] == "screened_out"
+    assert summary["screened_out"] == name
+    assert summary["participants"][name] == {"participant": "PID1", "status": "screened_out", "judged": 0}
     response = visit(Client(), link)
     page = response.content.decode()
     assert response.status_code == 403 and "screened out" in page and "SCREENED" in page
@@ -178,8 +184,9 @@ def test_staff_manage_the_link_and_see_participants_through_the_api(link):
     ).json()
     assert changed["completion_url"] == "https://example.org/done?code=C0DE42" and changed["quota"] == 3
     [row] = client.get(f"/api/studies/{link.study_id}/participants/").json()
-    assert row["participant"] == "PID1" and row["status"] == "active" and row["judged"] == 0
+    name = Participant.objects.get().user.username
+    assert (row["name"], row["participant"], row["status"], row["judged"]) == (name, "PID1", "active", 0)
     screened = client.post(f"/api/studies/{link.study_id}/participants/PID1/screen-out/", {}, format="json")
-    assert screened.json() == {"participant": "PID1", "status": "screened_out"}
+    assert screened.json() == {"name": name, "participant": "PID1", "status": "screened_out"}
     unknown = client.post(f"/api/studies/{link.study_id}/participants/NOBODY/screen-out/", {}, format="json")
     assert unknown.status_code == 400 and "participant" in unknown.json()

@@ -1,5 +1,5 @@
 """Invitations: staff invite an annotator by e-mail or a bare one-time link; its holder chooses
-a username and password, becomes an annotator of the invited studies and lands on them. The link
+a username and password, gets an account granted the invited studies and lands on them. The link
 works once and only until it expires; staff set a study's named annotators and cap."""
 
 from datetime import timedelta
@@ -27,7 +27,7 @@ def path_of(url: str) -> str:
     return "/" + url.split("/", 3)[3]
 
 
-def test_the_command_emails_a_one_time_link_that_creates_an_annotator_of_the_study():
+def test_the_command_emails_a_one_time_link_that_creates_an_account_granted_the_study():
     study = make_relic_proxy_study(2)
     summary = call_json_command("invite_annotator", "--study", study.pk, "--email", "ada@example.org")
     assert summary["emailed"] is True and summary["studies"] == [study.pk]
@@ -39,7 +39,8 @@ def test_the_command_emails_a_one_time_link_that_creates_an_annotator_of_the_stu
     assert response.status_code == 302 and response["Location"] == "/"
     user = get_user_model().objects.get(username="scholar")
     assert user.email == "ada@example.org" and user.check_password(NEW_PASSWORD)
-    assert list(study.annotators.all()) == [user]
+    assert list(study.grants.values_list("annotator", flat=True)) == [user.pk]
+    assert list(study.annotators.all()) == []  # granted, not named: the study stays open to everyone
     home = client.get("/")
     assert home.status_code == 200 and study.name in home.content.decode()
     assert Invitation.objects.get().accepted_by == user
@@ -93,7 +94,7 @@ def test_a_bad_address_is_a_one_line_error_and_nothing_is_written(email):
     assert Invitation.objects.count() == 0
 
 
-def test_an_address_with_an_account_is_sent_to_the_annotator_list_instead():
+def test_an_address_with_an_account_is_refused():
     make_user("ada").__class__.objects.filter(username="ada").update(email="ada@example.org")
     response = api_client(make_user(staff=True)).post(
         "/api/invitations/", {"email": "ADA@example.org", "studies": []}, format="json"
@@ -118,7 +119,7 @@ def test_staff_name_annotators_and_set_the_cap_through_the_api():
     changed = client.patch(
         f"/api/studies/{study.pk}/recruiting/", {"annotators": ["named"], "max_items_per_annotator": 2}, format="json"
     )
-    assert changed.json() == {"study": study.pk, "annotators": ["named"], "max_items_per_annotator": 2}
+    assert changed.json() == {"study": study.pk, "annotators": ["named"], "max_items_per_annotator": 2, "granted": []}
     cleared = client.patch(f"/api/studies/{study.pk}/recruiting/", {"max_items_per_annotator": None}, format="json")
     assert cleared.json()["max_items_per_annotator"] is None and cleared.json()["annotators"] == ["named"]
     refused = client.patch(f"/api/studies/{study.pk}/recruiting/", {"max_items_per_annotator": 0}, format="json")

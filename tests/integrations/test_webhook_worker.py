@@ -19,9 +19,9 @@ import json
 from annotation.models import Study
 from annotation.services import claim_next_item, submit_judgment
 from integrations.models import Webhook
-from tests.factories import make_annotator, make_relic_proxy_study
+from tests.factories import make_annotator, make_relic_proxy_study, make_webhook
 if not Webhook.objects.exists():
-    Webhook.objects.create(url={url!r}, secret={secret!r}, events=["judgment.submitted"])
+    make_webhook({url!r}, {secret!r}, events=["judgment.submitted"])
     make_relic_proxy_study(8, judgments_per_item=1, name="webhook-worker-study")
 study = Study.objects.get(name="webhook-worker-study")
 annotator = make_annotator("annotator-{tag}")

@@ -18,36 +18,22 @@ from annotation.services import claim_next_item, submit_judgment
 from annotation.services.quality import refresh_flags
 from integrations.models import Webhook, WebhookDelivery
 from integrations.services.crowd import configure_crowd_link
-from integrations.services.webhooks import deliver_due, register_webhook, signature
+from integrations.services.delivery import deliver_due
+from integrations.services.webhooks import DEACTIVATED, register_webhook, signature
 from jobs.models import Job
 from jobs.services import execute, mark_failed
-from tests.factories import api_client, call_json_command, make_annotator, make_relic_proxy_study, make_user
-from tests.integrations.receiver_process import Receiver
+from tests.factories import (
+    api_client,
+    call_json_command,
+    make_annotator,
+    make_relic_proxy_study,
+    make_user,
+    make_webhook,
+)
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "receiver-shared-secret"
-
-
-@pytest.fixture
-def allow_local(settings):
-    """The test's receiver listens on 127.0.0.1: allowed here, explicitly, and nowhere else."""
-    settings.MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = True
-    settings.MARGINALIA_WEBHOOK_BACKOFF_SECONDS = 0
-    settings.MARGINALIA_WEBHOOK_TIMEOUT_SECONDS = 5
-
-
-@pytest.fixture
-def receiver(tmp_path):
-    started = []
-
-    def start(fail_first: int = 0) -> Receiver:
-        started.append(Receiver(tmp_path, SECRET, fail_first=fail_first).start())
-        return started[-1]
-
-    yield start
-    for process in started:
-        process.stop()
 
 
 def judge(study, annotator):
@@ -56,7 +42,7 @@ def judge(study, annotator):
 
 
 def hook(url: str, *, study=None, events=()) -> Webhook:
-    return Webhook.objects.create(url=url, secret=SECRET, study=study, events=list(events))
+    return make_webhook(url, SECRET, study=study, events=list(events))
 
 
 # --- the outbox ------------------------------------------------------------------------------------
@@ -97,7 +83,7 @@ def test_a_rolled_back_submission_announces_nothing():
 
 
 def test_an_inactive_hook_gets_nothing():
-    Webhook.objects.create(url="https://example.org/hook", secret=SECRET, active=False)
+    make_webhook("https://example.org/hook", SECRET, active=False)
     judge(make_relic_proxy_study(1), make_annotator())
     assert not WebhookDelivery.objects.exists()
 
@@ -143,7 +129,7 @@ def test_a_new_quality_flag_is_announced_once():
 
 
 def test_the_receiver_verifies_the_signature_of_every_event(allow_local, receiver):
-    server = receiver()
+    server = receiver(SECRET)
     hook(server.url)
     study = make_relic_proxy_study(1, judgments_per_item=1)
     judge(study, make_annotator())
@@ -164,7 +150,7 @@ def test_the_receiver_verifies_the_signature_of_every_event(allow_local, receive
 
 
 def test_a_500_is_retried_with_backoff_and_every_attempt_is_logged(allow_local, receiver, settings):
-    server = receiver(fail_first=2)
+    server = receiver(SECRET, fail_first=2)
     hook(server.url, events=["judgment.submitted"])
     judge(make_relic_proxy_study(1), make_annotator())
     settings.MARGINALIA_WEBHOOK_BACKOFF_SECONDS = 3600
@@ -186,7 +172,7 @@ def test_a_500_is_retried_with_backoff_and_every_attempt_is_logged(allow_local, 
 
 
 def test_nothing_is_lost_while_the_receiver_is_down(allow_local, receiver):
-    server = receiver()
+    server = receiver(SECRET)
     hook(server.url, events=["judgment.submitted"])
     server.stop()
     study = make_relic_proxy_study(3, judgments_per_item=1)
@@ -203,7 +189,7 @@ def test_nothing_is_lost_while_the_receiver_is_down(allow_local, receiver):
 
 def test_a_delivery_gives_up_after_the_last_attempt(allow_local, receiver, settings):
     settings.MARGINALIA_WEBHOOK_MAX_ATTEMPTS = 2
-    server = receiver(fail_first=5)
+    server = receiver(SECRET, fail_first=5)
     hook(server.url, events=["judgment.submitted"])
     judge(make_relic_proxy_study(1), make_annotator())
     deliver_due()
@@ -213,13 +199,13 @@ def test_a_delivery_gives_up_after_the_last_attempt(allow_local, receiver, setti
 
 
 def test_nothing_is_sent_to_a_private_address_by_default(receiver):
-    server = receiver()
+    server = receiver(SECRET)
     hook(server.url)  # written straight to the table, past the registration check
     judge(make_relic_proxy_study(1, judgments_per_item=1), make_annotator())
     summary = deliver_due()
     assert summary["failed"] == 3 and summary["delivered"] == 0
     assert server.requests() == []
-    assert all("private or local address" in d.last_error for d in WebhookDelivery.objects.all())
+    assert all("is a loopback address" in d.last_error for d in WebhookDelivery.objects.all())
 
 
 # --- registration --------------------------------------------------------------------------------
@@ -266,22 +252,24 @@ def test_unknown_events_and_job_events_on_a_study_hook_are_refused(settings):
 def test_staff_pause_read_the_log_and_remove_a_hook(settings):
     settings.MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = True
     client = api_client(make_user(staff=True))
-    created = register_webhook(url="http://127.0.0.1:9/hook")
+    created, _ = register_webhook(url="http://127.0.0.1:9/hook")
     judge(make_relic_proxy_study(1), make_annotator())
     paused = client.patch(f"/api/webhooks/{created.pk}/", {"active": False}, format="json")
     assert paused.json()["active"] is False
     log = client.get(f"/api/webhooks/{created.pk}/deliveries/").json()
-    assert {row["event"] for row in log} >= {"judgment.submitted"} and log[0]["status"] == "pending"
+    assert {row["event"] for row in log} >= {"judgment.submitted"}
+    assert {(row["status"], row["last_error"]) for row in log} == {("failed", DEACTIVATED)}
     assert client.delete(f"/api/webhooks/{created.pk}/").status_code == 204
     assert not Webhook.objects.exists() and not WebhookDelivery.objects.exists()
 
 
 def test_annotators_participants_and_anonymous_cannot_register_or_read_webhooks(settings):
     settings.MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = True
-    existing = register_webhook(url="http://127.0.0.1:9/hook")
+    existing, secret = register_webhook(url="http://127.0.0.1:9/hook")
     link = configure_crowd_link(make_relic_proxy_study(1))
     participant = Client()
-    participant.get(f"/crowd/{link.slug}/", {"PROLIFIC_PID": "P1"})
+    participant.get(f"/crowd/{link.slug}/", {"PROLIFIC_PID": "P1", "SESSION_ID": "S1"})
+    assert participant.session.get("_auth_user_id")  # signed in as the participant
     for client in (api_client(make_annotator()), api_client(), participant):
         for method, path, data in [
             ("get", "/api/webhooks/", {}),
@@ -296,5 +284,5 @@ def test_annotators_participants_and_anonymous_cannot_register_or_read_webhooks(
             )
             response = getattr(client, method)(path, data, **kwargs)
             assert response.status_code in (401, 403), (method, path, response.status_code)
-            assert existing.secret not in response.content.decode()
+            assert secret not in response.content.decode()
     assert list(Webhook.objects.values_list("pk", "active")) == [(existing.pk, True)]

@@ -1,5 +1,8 @@
 """Fixtures for judge tests: a real OpenAI-compatible server process (tests/judges/openai_server.py)
-started per test with the behaviour the test needs, and small studies to judge."""
+started per test with the behaviour the test needs, and small studies to judge. The server
+listens on 127.0.0.1, which the outbound guard refuses unless allowed: these tests allow it the
+way a deployment with a local model server does (MARGINALIA_OUTBOUND_ALLOW), and the tests of
+the guard itself take the allowance away."""
 
 from __future__ import annotations
 
@@ -13,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from jobs.management.commands.run_platform import free_port, stop_process
+from marginalia.celery import app
 from tests.conftest import PROJECT_ROOT
 
 
@@ -53,6 +57,22 @@ def start_chat_server(folder: Path, *args: str, wait: float = 180) -> ChatServer
             time.sleep(0.2)
     stop_process(process)
     raise RuntimeError("chat server did not start")
+
+
+LOCAL_MODEL_SERVER = ["127.0.0.1"]
+
+
+@pytest.fixture
+def eager_celery(monkeypatch):
+    """Judging jobs run inside the request's commit, no worker; a job that fails records its
+    error on the Job row (what a worker would do) instead of raising into the test."""
+    monkeypatch.setitem(app.conf, "task_always_eager", True)
+    monkeypatch.setitem(app.conf, "task_eager_propagates", False)
+
+
+@pytest.fixture(autouse=True)
+def local_model_server_allowed(settings):
+    settings.MARGINALIA_OUTBOUND_ALLOW = LOCAL_MODEL_SERVER
 
 
 @pytest.fixture

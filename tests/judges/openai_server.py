@@ -2,12 +2,16 @@
 
     python -m tests.judges.openai_server --port P --log FILE [--answer TEXT | --model]
         [--rate-limit N --retry-after S] [--fail-5xx N] [--delay S] [--keyword W --keyword-answer TEXT]
+        [--status CODE --body TEXT [--location URL]]
 
 POST /v1/chat/completions answers with `--answer` (a deterministic responder for fault cases)
 or, with `--model`, with the embedded SmolLM2 GGUF generating for real (the same model the local
-judge loads). The first N requests can be refused with 429 + Retry-After or 500. Every request
-is logged as one JSON line (status, the prompt's hash, time), so tests can tell which prompts
-were asked and when. `transformers serve` would be the off-the-shelf choice, but it needs
+judge loads). The first N requests can be refused with 429 + Retry-After or 500; with --status,
+every request gets that status and --body as a plain-text body (and --location as Location: a
+redirect), the way an internal service that is no chat endpoint would answer. Every request is
+logged as one JSON line (status, the prompt's hash, time, the Authorization and Host headers it
+came with), so tests can tell which prompts were asked, when, and with which key.
+`transformers serve` would be the off-the-shelf choice, but it needs
 fastapi/uvicorn (not pinned here) and loads Hub models, not the GGUF inside a package.
 """
 
@@ -33,6 +37,9 @@ def main() -> None:
     parser.add_argument("--retry-after", default="1")
     parser.add_argument("--fail-5xx", type=int, default=0)
     parser.add_argument("--delay", type=float, default=0.0)
+    parser.add_argument("--status", type=int, default=0, help="Answer every request with this status.")
+    parser.add_argument("--body", default="", help="The body answered with --status (text/plain).")
+    parser.add_argument("--location", default="", help="A Location header for --status (a redirect).")
     options = parser.parse_args()
     lock = threading.Lock()
     seen = {"requests": 0}
@@ -48,6 +55,9 @@ def main() -> None:
             with lock:
                 seen["requests"] += 1
                 number = seen["requests"]
+            if options.status:
+                headers = {"Location": options.location} if options.location else {}
+                return self._send(options.status, options.body, prompt, headers)
             if not self.path.endswith("/chat/completions"):
                 return self._send(404, {"error": {"message": "not found"}}, prompt)
             if number <= options.rate_limit:
@@ -83,17 +93,25 @@ def main() -> None:
             )
 
         def _send(self, status, payload, prompt, headers=None):
-            data = json.dumps(payload).encode()
+            # Logged before answering, so a test that has its answer finds the line in the log.
+            entry = {
+                "status": status,
+                "prompt": hashlib.sha256(prompt.encode()).hexdigest(),
+                "time": time.time(),
+                "authorization": self.headers.get("Authorization"),
+                "host": self.headers.get("Host"),
+            }
+            with lock, open(options.log, "a") as log:
+                log.write(json.dumps(entry) + "\n")
+            text = isinstance(payload, str)
+            data = payload.encode() if text else json.dumps(payload).encode()
             self.send_response(status)
-            self.send_header("Content-Type", "application/json")
+            self.send_header("Content-Type", "text/plain" if text else "application/json")
             self.send_header("Content-Length", str(len(data)))
             for key, value in (headers or {}).items():
                 self.send_header(key, value)
             self.end_headers()
             self.wfile.write(data)
-            entry = {"status": status, "prompt": hashlib.sha256(prompt.encode()).hexdigest(), "time": time.time()}
-            with lock, open(options.log, "a") as log:
-                log.write(json.dumps(entry) + "\n")
 
     server = ThreadingHTTPServer(("127.0.0.1", options.port), Handler)
     print("ready", flush=True)

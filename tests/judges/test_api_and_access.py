@@ -8,19 +8,13 @@ from django.test import RequestFactory
 
 from jobs.models import Job
 from judges.models import Judge, JudgeAnswer
+from judges.secrets import ENDPOINT_PERMISSION, store_secret
 from judges.services import register_judge
-from marginalia.celery import app
-from tests.factories import api_client, make_annotator, make_relic_proxy_study, make_user, next_url
+from tests.factories import api_client, grant, make_annotator, make_relic_proxy_study, make_user, next_url
 
 pytestmark = pytest.mark.django_db
 
 SECRET = "JUDGE-SAYS-XYZZY"
-
-
-@pytest.fixture
-def eager_celery(monkeypatch):
-    monkeypatch.setitem(app.conf, "task_always_eager", True)
-    monkeypatch.setitem(app.conf, "task_eager_propagates", True)
 
 
 def judge_routes(study):
@@ -33,23 +27,26 @@ def judge_routes(study):
     ]
 
 
-def test_staff_register_judges_and_a_key_is_refused_in_favour_of_the_name_of_its_variable():
-    staff = api_client(make_user("lead", staff=True))
+def test_endpoint_managers_register_judges_by_the_name_of_a_judge_secret_and_a_key_itself_is_refused():
+    staff = api_client(grant(make_user("lead", staff=True), ENDPOINT_PERMISSION))
+    store_secret("openai-key", "sk-registered-not-shown-0001")
+    endpoint = {"base_url": "http://127.0.0.1:9/v1", "model": "m"}
 
     refused = staff.post(
         "/api/judges/",
-        {"name": "gpt", "backend": "openai", "settings": {"base_url": "http://x/v1", "model": "m", "api_key": "sk-1"}},
+        {"name": "gpt", "backend": "openai", "settings": {**endpoint, "api_key": "sk-1"}},
         format="json",
     )
     created = staff.post(
         "/api/judges/",
-        {"name": "gpt", "backend": "openai", "settings": {"base_url": "http://x/v1", "model": "m", "api_key_env": "K"}},
+        {"name": "gpt", "backend": "openai", "settings": {**endpoint, "api_key_secret": "openai-key"}},
         format="json",
     )
 
     assert refused.status_code == 400 and "settings.api_key" in str(refused.json())
     assert created.status_code == 201
-    assert created.json()["settings"]["api_key_env"] == "K" and created.json()["queue"] == "cpu"
+    assert created.json()["settings"]["api_key_secret"] == "openai-key" and created.json()["queue"] == "long"
+    assert "sk-registered" not in created.content.decode() + staff.get("/api/judges/").content.decode()
     assert not Judge.objects.filter(settings__has_key="api_key").exists()
 
 
@@ -63,7 +60,7 @@ def test_staff_judge_a_study_by_rest_and_read_the_results_and_answers(eager_cele
 
     assert response.status_code == 202
     job = Job.objects.get(pk=response.json()["job"]["id"])
-    assert (job.kind, job.queue, job.status) == ("judge", "cpu", "succeeded")
+    assert (job.kind, job.queue, job.status) == ("judge", "long", "succeeded")
     [result] = staff.get(f"/api/studies/{study.pk}/judge/").json()
     assert (result["judge"], result["answered"] + result["failed"]) == ("bm25-run", 2)
     answers = staff.get(f"/api/studies/{study.pk}/judge-answers/", {"judge": "bm25-run"}).json()

@@ -11,8 +11,10 @@ from django.core.management.base import CommandError
 from jobs.models import Job
 from jobs.services import create_job, execute, request_cancel
 from judges.asking import judge_study
-from judges.models import JudgeAnswer
+from judges.models import Judge, JudgeAnswer, JudgeSecret
+from judges.secrets import store_secret
 from judges.services import register_judge
+from retrieval.errors import InputError
 from tests.factories import call_json_command, make_label_study
 
 pytestmark = pytest.mark.django_db
@@ -24,10 +26,10 @@ def endpoint_judge(base_url: str, name: str = "endpoint", **settings):
     )
 
 
-def test_answers_come_back_parsed_with_tokens_and_the_key_is_read_from_the_environment(chat_server, monkeypatch):
+def test_answers_come_back_parsed_with_tokens_and_the_key_is_the_judge_secret_it_names(chat_server):
     server = chat_server("--answer", "SCORE: 1")
-    monkeypatch.setenv("JUDGE_TEST_KEY", "sk-test-not-stored")
-    judge = endpoint_judge(server.base_url, api_key_env="JUDGE_TEST_KEY")
+    store_secret("served-key", "sk-test-sealed-not-stored-in-clear")
+    judge = endpoint_judge(server.base_url, api_key_secret="served-key")
     study = make_label_study(items=3)
 
     summary = call_json_command("judge_study", str(study.pk), "--judge", "endpoint")
@@ -35,10 +37,27 @@ def test_answers_come_back_parsed_with_tokens_and_the_key_is_read_from_the_envir
     assert (summary["answered"], summary["failed"], summary["asked"]) == (3, 0, 3)
     assert [a.parsed for a in JudgeAnswer.objects.filter(judge=judge)] == [{"label": 1}] * 3
     assert all(a.prompt_tokens > 0 and a.completion_tokens == 2 for a in JudgeAnswer.objects.all())
-    assert "sk-test-not-stored" not in str(judge.settings)
+    assert "sk-test-sealed" not in str(judge.settings) + str(JudgeSecret.objects.values_list())
+    assert {request["authorization"] for request in server.requests()} == {"Bearer sk-test-sealed-not-stored-in-clear"}
     assert len(server.requests()) == 3
     assert call_json_command("judge_study", str(study.pk), "--judge", "endpoint")["asked"] == 0
     assert len(server.requests()) == 3
+
+
+def test_a_judge_registered_with_an_environment_variable_works_while_the_deployment_lists_it(
+    chat_server, monkeypatch, settings
+):
+    server = chat_server("--answer", "SCORE: 1")
+    monkeypatch.setenv("JUDGE_TEST_KEY", "sk-from-the-listed-variable")
+    settings.MARGINALIA_JUDGE_KEY_ENVS = ["JUDGE_TEST_KEY"]
+    study = make_label_study(items=1)
+
+    judge_study(study, endpoint_judge(server.base_url, api_key_env="JUDGE_TEST_KEY"))
+    settings.MARGINALIA_JUDGE_KEY_ENVS = []
+    with pytest.raises(InputError, match="judges may not read environment variable JUDGE_TEST_KEY"):
+        judge_study(make_label_study(items=1), Judge.objects.get(name="endpoint"))
+
+    assert [request["authorization"] for request in server.requests()] == ["Bearer sk-from-the-listed-variable"]
 
 
 def test_a_429_is_retried_after_the_wait_its_retry_after_header_asks_for(chat_server):

@@ -131,7 +131,7 @@ BAD_FILES = [
     ("q1 Q0 d1 1 0.5\n", "field 'columns': expected 6 columns", 1),
     ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 high t\n", "field 'score': 'high' is not a number", 2),
     ("q1 Q0 d1 1 NaN t\n", "field 'score': 'NaN' is not a finite number", 1),
-    ("q1 Q0 d1 one 0.5 t\n", "field 'rank': 'one' is not a whole number", 1),
+    ("q1 Q0 d1 one 0.5 t\n", "field 'rank': 'one' is not an integer", 1),
     ("q1 Q0 d1 1 0.5 t\nq1 Q0 d1 2 0.4 t\n", "field 'docid': query q1 lists passage d1 again (first on line 1)", 2),
     ("q1 Q0 d1 1 0.5 t\nq1 Q0 d2 2 0.9 t\n", "field 'rank': rank 2 has score 0.9, above rank 1's 0.5", 2),
     ("q1 Q0 d1 1 0.5 a\nq2 Q0 d2 1 0.5 b\n", "field 'tag': a second tag 'b' (line 1 has 'a')", 2),

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from retrieval.errors import InputError
+from retrieval.measures import Ranking, parse_measure
 from retrieval.metrics import (
     METRICS,
     CandidatePositions,
@@ -17,11 +18,9 @@ from retrieval.metrics import (
     QueryOutcome,
     best_rank,
     evaluate_run,
+    measures_for,
     n_rodcg_at,
-    ndcg_at,
     position,
-    recall_at,
-    reciprocal_rank_at,
     rodcg_gain,
     standard_error,
     summarize,
@@ -34,11 +33,17 @@ from tests.factories import add_qrels, make_book, make_collection, make_query, m
 # --- hand-worked cases ---------------------------------------------------------------------------
 
 
+def value(measure: str, judgments: dict, exact_ranks: dict, returned=()) -> float:
+    """A measure of one query whose relevant passages sit at `exact_ranks` (judgments by id)."""
+    return Ranking(judgments, list(returned), exact_ranks).value(parse_measure(measure))
+
+
 def test_recall_counts_relevant_passages_in_the_top_k_over_all_relevant_ones():
     # Relevant passages at ranks 2 and 7; a third is not in the candidate set at all.
-    assert recall_at([2, 7], 3, 1) == 0
-    assert recall_at([2, 7], 3, 5) == pytest.approx(1 / 3)
-    assert recall_at([2, 7], 3, 10) == pytest.approx(2 / 3)
+    judgments = {1: 1, 2: 1, 3: 1}
+    assert value("R@1", judgments, {1: 2, 2: 7}) == 0
+    assert value("R@5", judgments, {1: 2, 2: 7}) == pytest.approx(1 / 3)
+    assert value("R@10", judgments, {1: 2, 2: 7}) == pytest.approx(2 / 3)
 
 
 def test_mean_rank_uses_the_best_ranked_relevant_passage_or_one_past_the_candidates():
@@ -47,17 +52,27 @@ def test_mean_rank_uses_the_best_ranked_relevant_passage_or_one_past_the_candida
 
 
 def test_reciprocal_rank_is_cut_at_k():
-    assert reciprocal_rank_at([4, 9], 10) == 0.25
-    assert reciprocal_rank_at([11], 10) == 0.0
-    assert reciprocal_rank_at([], 10) == 0.0
+    assert value("RR@10", {1: 1, 2: 1}, {1: 4, 2: 9}) == 0.25
+    assert value("RR@10", {1: 1}, {1: 11}) == 0.0
+    assert value("RR@10", {1: 1}, {}) == 0.0
 
 
 def test_ndcg_uses_relevance_as_gain_and_the_ideal_order_of_all_relevances():
     # Relevance 1 at rank 1, relevance 3 at rank 3; a relevance-2 passage was never ranked.
     dcg = 1 / math.log2(2) + 3 / math.log2(4)
     ideal = 3 / math.log2(2) + 2 / math.log2(3) + 1 / math.log2(4)
-    assert ndcg_at({1: 1, 3: 3}, [1, 3, 2], 10) == pytest.approx(dcg / ideal)
-    assert ndcg_at({11: 3}, [3], 10) == 0.0
+    assert value("nDCG@10", {1: 1, 2: 3, 3: 2}, {1: 1, 2: 3}) == pytest.approx(dcg / ideal)
+    assert value("nDCG@10", {1: 3}, {1: 11}) == 0.0
+
+
+def test_a_query_judged_only_non_relevant_scores_zero_and_has_no_mean_rank():
+    ranking = Ranking({1: 0, 2: 0}, [1, 2, 3], {})
+    outcome = QueryOutcome(ranking=ranking, candidates=3)
+    assert outcome.metrics(measures_for("R@5 nDCG@10 MRR@10 AP Bpref")) == dict.fromkeys(
+        ("recall@5", "ndcg@10", "mrr@10", "map", "bpref"), 0.0
+    )
+    assert outcome.value(parse_measure("mean_rank")) is None
+    assert outcome.value(parse_measure("Judged@2")) == 1.0
 
 
 def test_standard_error_is_the_sample_deviation_over_root_n():
@@ -143,10 +158,9 @@ def random_query(spec):
 def outcome_for(scores, qrels):
     ranked = sorted(scores, key=lambda doc: -scores[doc])
     rank_of = {doc: rank for rank, doc in enumerate(ranked, start=1)}
-    relevances = {doc: relevance for doc, relevance in qrels.items() if relevance > 0}
+    relevant = [doc for doc, relevance in qrels.items() if relevance > 0]
     return QueryOutcome(
-        relevances=relevances,
-        relevant_ranks={doc: rank_of[doc] for doc in relevances if doc in rank_of},
+        ranking=Ranking(qrels, ranked[:10], {doc: rank_of[doc] for doc in relevant if doc in rank_of}),
         candidates=len(scores),
     )
 
@@ -164,14 +178,14 @@ def test_metrics_equal_trec_eval_on_random_runs(specs):
     measures = {"recall.1,3,5,10,50,100", "ndcg_cut.10"}
     trec = pytrec_eval.RelevanceEvaluator(qrels, measures).evaluate(runs)
     trec_rr = pytrec_eval.RelevanceEvaluator(qrels, {"recip_rank"}).evaluate(top10)
-    ours = {q: outcome_for(scores, judged).metrics() for q, (scores, judged) in queries.items()}
+    ours = {q: outcome_for(scores, judged).metrics(measures_for(None)) for q, (scores, judged) in queries.items()}
     for q in queries:
         for k in (1, 3, 5, 10, 50, 100):
             assert ours[q][f"recall@{k}"] == pytest.approx(trec[q][f"recall_{k}"], abs=1e-12)
         assert ours[q]["ndcg@10"] == pytest.approx(trec[q]["ndcg_cut_10"], abs=1e-12)
         assert ours[q]["mrr@10"] == pytest.approx(trec_rr[q]["recip_rank"], abs=1e-12)
 
-    summary = summarize([outcome_for(scores, judged) for scores, judged in queries.values()])
+    summary = summarize([outcome_for(scores, judged) for scores, judged in queries.values()], measures_for(None))
     recall_5 = [trec[q]["recall_5"] for q in queries]
     assert summary["queries"] == len(queries)
     assert summary["metrics"]["recall@5"] == pytest.approx(np.mean(recall_5), abs=1e-12)
@@ -220,7 +234,7 @@ def test_evaluate_run_reports_every_metric_overall_and_by_quote_length():
 
     report = evaluate_run(run)
 
-    assert report["run_id"] == run.pk and report["queries"] == 3 and report["queries_without_relevant"] == 1
+    assert report["run_id"] == run.pk and report["queries"] == 3 and report["queries_without_judgments"] == 1
     assert set(report["metrics"]) == set(report["stderr"]) == set(METRICS)
     assert set(report["by_quote_length"]) == {"1", "2"}
     assert report["by_quote_length"]["1"]["queries"] == 2 and report["by_quote_length"]["2"]["stderr"]["mrr@10"] is None

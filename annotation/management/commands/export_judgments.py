@@ -7,6 +7,7 @@ from annotation.exports import JUDGMENT_FORMATS, judgment_export
 from annotation.services import get_study
 from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
+from retrieval.input_rules import ascii_int
 
 
 class Command(BaseCommand):
@@ -15,7 +16,7 @@ class Command(BaseCommand):
     help = "Export a study's judgments as JSON lines (default), CSV or one JSON array, streamed."
 
     def add_arguments(self, parser):
-        parser.add_argument("study_id", type=int)
+        parser.add_argument("study_id", type=ascii_int)
         parser.add_argument("--format", choices=JUDGMENT_FORMATS, default="jsonl")
 
     def handle(self, *args, **options):

@@ -13,6 +13,7 @@ from annotation.selectors import study_export_rows
 from annotation.services import get_study
 from marginalia.command_checks import DATA_COMMAND_CHECKS
 from retrieval.errors import InputError
+from retrieval.input_rules import ascii_int
 from retrieval.management.base import write_lines
 
 
@@ -22,7 +23,7 @@ class Command(BaseCommand):
     help = "Export a study's items with their candidates, gold and candidate sources, as JSON lines."
 
     def add_arguments(self, parser):
-        parser.add_argument("study_id", type=int)
+        parser.add_argument("study_id", type=ascii_int)
 
     def handle(self, *args, **options):
         try:

@@ -1,10 +1,11 @@
-"""`compare_runs RUN_ID RUN_ID ... [--metrics "nDCG@10 R@5"] [--json]`: the runs' metrics with
-standard errors on their common queries, and paired t / permutation tests with Holm's correction
--> keys `runs` (run id -> {metrics, stderr}) and `tests` ({a, b, metric, difference, t_pvalue,
-permutation_pvalue, holm_pvalue})."""
+"""`compare_runs RUN_ID RUN_ID ... [--metrics "nDCG@10 R@5"] [--qrels SOURCE] [--json]`: the runs'
+metrics with standard errors on the collection's judged queries, and paired t / permutation tests
+with Holm's correction -> keys `runs` (run id -> {metrics, stderr}) and `tests` ({a, b, metric,
+difference, t_pvalue, permutation_pvalue, holm_pvalue})."""
 
 from evaluation.comparison import DEFAULT_PERMUTATIONS, compare_runs
 from retrieval.management.base import JsonCommand
+from retrieval.qrels_sources import source_help
 
 
 class Command(JsonCommand):
@@ -16,10 +17,15 @@ class Command(JsonCommand):
         parser.add_argument("--permutations", type=int, default=DEFAULT_PERMUTATIONS, help="Draws when n > 16.")
         parser.add_argument("--seed", type=int, default=0)
         parser.add_argument("--per-query", action="store_true", help="Keep each run's per-query values.")
+        parser.add_argument("--qrels", default=None, help=f"Whose labels: {source_help()} (default imported).")
 
     def run(self, **options):
         comparison = compare_runs(
-            options["run_ids"], options["metrics"], permutations=options["permutations"], seed=options["seed"]
+            options["run_ids"],
+            options["metrics"],
+            permutations=options["permutations"],
+            seed=options["seed"],
+            qrels=options["qrels"],
         )
         if not options["per_query"]:
             comparison.pop("per_query")
@@ -27,11 +33,12 @@ class Command(JsonCommand):
         return comparison
 
     def format_text(self, comparison: dict) -> str:
-        lines = [f"{comparison['queries']} common queries"]
+        lines = [f"{comparison['queries']} judged queries under {comparison['qrels']}"]
         for run_id, block in comparison["runs"].items():
             cells = [
                 f"{key} {value:.4f}" + (f"±{block['stderr'][key]:.4f}" if block["stderr"][key] is not None else "")
                 for key, value in block["metrics"].items()
+                if value is not None
             ]
             lines.append(f"run {run_id} ({block['name']}): " + "  ".join(cells))
         lines += [

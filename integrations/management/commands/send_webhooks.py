@@ -1,10 +1,11 @@
 """`send_webhooks [--all] [--json]`: deliver the webhook outbox now, in this process: one attempt
 at each pending delivery that is due (`--all`: every pending one, backoff or not). Keys
-`attempted`, `delivered`, `failed`, `retrying`, `pending`."""
+`attempted`, `delivered`, `failed`, `retrying`, `pending`. A delivery that cannot be sent is
+recorded as such on its row and the others go on; the command itself exits 0."""
 
 from retrieval.management.base import JsonCommand
 
-from ...services.webhooks import deliver_due
+from ...services.delivery import deliver_due
 
 
 class Command(JsonCommand):

@@ -8,6 +8,7 @@ from jobs.errors import BrokerUnavailable
 from jobs.models import Job
 from jobs.services import retry_job
 from marginalia.command_checks import DATA_COMMAND_CHECKS
+from marginalia.converters import database_id
 
 
 class Command(BaseCommand):
@@ -16,7 +17,7 @@ class Command(BaseCommand):
     help = "Queue a failed or cancelled job again; a run's job re-runs its shards from a clean run."
 
     def add_arguments(self, parser):
-        parser.add_argument("job_id", type=int)
+        parser.add_argument("job_id", type=database_id)
         parser.add_argument("--json", action="store_true", help="Print the job as one JSON line.")
 
     def handle(self, *args, job_id, **options):

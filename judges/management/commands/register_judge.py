@@ -1,6 +1,7 @@
 """register_judge NAME --backend local|openai|run [--config JSON] [--json]: add a judge, or a new
-version of it when its settings change. Keys are never stored: give `api_key_env`, the name of
-the environment variable that holds the key."""
+version of it when its settings change. A key is never part of a judge: register it with
+`judge_secret NAME` and give `api_key_secret`, its name. An endpoint's address must pass the
+outbound guard (public, or listed in MARGINALIA_OUTBOUND_ALLOW)."""
 
 import json
 
