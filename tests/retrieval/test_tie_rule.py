@@ -31,9 +31,11 @@ def trec_eval(run_text: str, qrels: dict, measures: set[str]) -> dict:
 
 
 def same_evaluation(run_id: int, other_id: int) -> bool:
-    """evaluate_run's report of both runs, their ids aside."""
+    """evaluate_run's report of both runs, their ids and stored depths aside (an imported run's
+    depth is what its file ranked: 2 passages where ours asked for 100)."""
     first, second = (dict(Run.objects.get(pk=pk).metrics) for pk in (run_id, other_id))
-    first.pop("run_id"), second.pop("run_id")
+    for report in (first, second):
+        report.pop("run_id"), report.pop("depth", None)
     return first == second
 
 
