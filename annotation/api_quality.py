@@ -31,7 +31,8 @@ from .services.quality import (
     adjudication_payload,
     block_annotator,
     designate_items,
-    disagreement_items,
+    disagreement_rows,
+    disputed_items,
     next_peer_review,
     quality_overview,
     refresh_flags,
@@ -232,9 +233,10 @@ class DisagreementListView(APIView):
         responses={200: OpenApiTypes.OBJECT},
     )
     def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
         paginator = PageNumberPagination()
-        page = paginator.paginate_queryset(disagreement_items(get_object_or_404(Study, pk=study_id)), request, self)
-        return paginator.get_paginated_response(page)
+        page = paginator.paginate_queryset(disputed_items(study), request, self)
+        return paginator.get_paginated_response(disagreement_rows(study, page))
 
 
 class AdjudicateView(APIView):

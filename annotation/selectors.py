@@ -251,12 +251,17 @@ def finished_payload(study: Study, annotator) -> dict:
 def study_overview(study: Study) -> dict:
     """Staff-facing counts: items, judgments counted and voided (and those marked unsure), flags
     annotators raised on items, claims in progress."""
-    judgments = Judgment.objects.filter(item__study=study)
+    # One pass over the study's judgments for the three counts (at 100K items, 300K rows each).
+    counts = Judgment.objects.filter(item__study=study).aggregate(
+        counted=Count("pk", filter=Q(voided=False)),
+        voided_count=Count("pk", filter=Q(voided=True)),
+        unsure_count=Count("pk", filter=Q(voided=False, unsure=True)),
+    )
     return {
         "items": study.items.count(),
-        "judgments": judgments.filter(voided=False).count(),
-        "voided": judgments.filter(voided=True).count(),
-        "unsure": judgments.filter(voided=False, unsure=True).count(),
+        "judgments": counts["counted"],
+        "voided": counts["voided_count"],
+        "unsure": counts["unsure_count"],
         "item_flags": ItemFlag.objects.filter(item__study=study).count(),
         "active_claims": Assignment.objects.filter(item__study=study, state=Assignment.State.ACTIVE).count(),
         "complete_items": study.items.annotate(

@@ -10,7 +10,8 @@ accounts with their own API token, starts `gunicorn marginalia.wsgi` (--workers,
 
     GET /api/annotate/S/next/  ->  pause  ->  POST /api/annotate/S/submit/  ->  again
 
-`realistic` pauses 2-5 s per item (a person reading); `flat` does not pause (capacity). A share
+`realistic` pauses 2-5 s per item (a person reading); `flat` does not pause (capacity). With
+--ramp S each annotator starts at a random moment of the first S seconds, as people arrive. A share
 (--double-share) of the submissions go twice at the same moment, like a double click. Printed
 per run: requests/s, the server's CPU time per request (gunicorn's processes, from /proc: a
 measure the rest of the machine's load does not inflate much; Postgres's own CPU is not in it),
@@ -172,6 +173,7 @@ class Tally:
 async def annotator(client, study: int, username: str, deadline: float, args, rng: random.Random, tally: Tally):
     import httpx
 
+    await asyncio.sleep(rng.uniform(0.0, args.ramp))  # people do not all start in the same second
     while time.perf_counter() < deadline:
         try:
             started = time.perf_counter()
@@ -466,6 +468,7 @@ def main(argv=None) -> int:
     parser.add_argument("--judgments-per-item", type=int, default=3)
     parser.add_argument("--double-share", type=float, default=0.1, help="Share of submissions sent twice at once.")
     parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (default 4).")
+    parser.add_argument("--ramp", type=float, default=0.0, help="Annotators start spread over these seconds.")
     parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE for the server.")
     parser.add_argument("--code", type=Path, default=ROOT, help="Project checkout the server runs from.")
     parser.add_argument("--json", action="store_true", help="Also print one JSON object per run.")
@@ -477,7 +480,8 @@ def main(argv=None) -> int:
     modes = ["realistic", "flat"] if args.mode == "both" else [args.mode]
     print(
         f"annotator load: {args.annotators} annotators, {args.items} items x {args.judgments_per_item} judgments, "
-        f"{args.seconds:g} s per run, gunicorn -w {args.workers}, CONN_MAX_AGE {args.conn_max_age}, "
+        f"{args.seconds:g} s per run (starts spread over {args.ramp:g} s), gunicorn -w {args.workers}, "
+        f"CONN_MAX_AGE {args.conn_max_age}, "
         f"double submits {args.double_share:.0%}, code {args.code}, {os.cpu_count()} CPUs"
     )
     print(HEADER)

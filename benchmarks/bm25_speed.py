@@ -13,9 +13,20 @@ and the ratios. Then, per query, on RELiC-like masked-quotation queries (4 sente
 a held-out sentence of the same books, 1,000 by default), one candidate set of all sentences:
 ours scoring the queries as one batch (what a run does) and one at a time, bm25s (a fast peer
 that precomputes per-token score vectors; same tokens, default settings) and rank_bm25, with
-ratios, and whether ours equals rank_bm25 bit for bit. Usage, from the project root:
+ratios, and whether ours equals rank_bm25 bit for bit. Last, a run's phases: --run-queries
+(1,000) masked-quotation queries of Pride and Prejudice against its 1-sentence windows, ranked by
+`execute_run` after the import's term-count warm-up, timed inside the run (scoring with index
+building, top-100 selection with exact gold ranks, storing) against peers measured on the same
+data in the same process: ours one query at a time (index + `scores([query])`, no ranking,
+timed before and after the run; goal for the run's BM25 phase <= 1.1x), bm25s's batched
+`retrieve(k=100)` (index + retrieve), and a raw executemany (SQLite) or COPY (Postgres) of the
+same hit tuples into the same table; the whole run's goal is <= bm25s + raw storing. Wall and
+CPU seconds, the best of --repeats; on a shared machine the CPU time is what the work itself
+cost. Usage, from the project root:
     .venv/bin/python benchmarks/bm25_speed.py [--data ../shared/data] [--reference-queries N]
-        [--masked-queries N]
+        [--masked-queries N] [--run-queries N] [--repeats 3] [--database-url postgres://...]
+With --database-url the database must exist and be empty (it is migrated); default: a SQLite
+file in a temporary folder.
 """
 
 import argparse
@@ -36,11 +47,13 @@ ROOT = Path(__file__).resolve().parents[1]
 BOOKS = ("pride_and_prejudice", "persuasion", "heart_of_darkness")
 
 
+def book_sentences(data: Path, book: str) -> list[str]:
+    raw = (data / "gutenberg" / f"{book}.txt").read_text(encoding="utf-8-sig")
+    return [sentence.strip() for sentence in re.split(r"(?<=[.!?;:])\s+", raw) if len(sentence.strip()) > 20]
+
+
 def load_data(data: Path) -> tuple[list[str], list[dict]]:
-    texts = []
-    for book in BOOKS:
-        raw = (data / "gutenberg" / f"{book}.txt").read_text(encoding="utf-8-sig")
-        texts += [s.strip() for s in re.split(r"(?<=[.!?;:])\s+", raw) if len(s.strip()) > 20]
+    texts = [sentence for book in BOOKS for sentence in book_sentences(data, book)]
     queries = [
         json.loads(line)
         for line in (data / "birco-relic-dev" / "queries.jsonl").read_text(encoding="utf-8").splitlines()
@@ -131,12 +144,11 @@ def time_rank_bm25(texts, queries, sample: int) -> tuple[float, np.ndarray]:
 
 def time_ours_in_memory(texts, queries) -> tuple[float, np.ndarray]:
     from retrieval.bm25 import BM25Index, tokenize_all
-    from retrieval.services.runs import ranking
+    from retrieval.ranking import tie_break, top_ranked
 
     started = time.perf_counter()
     scores = BM25Index(tokenize_all(texts), k1=0.5, b=0.9).scores(tokenize_all(q["text"] for q in queries))
-    for row in scores:
-        ranking(row, 100)
+    top_ranked(scores, 100, tie_break([str(number) for number in range(len(texts))]))
     return time.perf_counter() - started, scores
 
 
@@ -161,6 +173,150 @@ def time_ours_end_to_end(texts, queries) -> tuple[float, float]:
     cold = execute_run(create_run(collection, retriever, depth=100))
     warm = execute_run(create_run(collection, retriever, depth=100))
     return cold.seconds, warm.seconds
+
+
+def clocks() -> np.ndarray:
+    """(wall seconds, this process's CPU seconds) now: on a shared machine the CPU time is what
+    the work itself cost, the wall time adds waiting for a core (and, on Postgres, the server)."""
+    return np.array([time.perf_counter(), time.process_time()])
+
+
+class PhaseTimer:
+    """Wall and CPU seconds spent inside chosen functions during a run, by phase (wrappers set
+    for the run and removed after it)."""
+
+    def __init__(self):
+        self.seconds: dict[str, np.ndarray] = {}
+        self.restore: list[tuple[object, str, object]] = []
+
+    def wrap(self, owner, name: str, phase: str) -> None:
+        original = getattr(owner, name)
+
+        def timed_call(*args, **kwargs):
+            started = clocks()
+            try:
+                return original(*args, **kwargs)
+            finally:
+                self.seconds[phase] = self.seconds.get(phase, 0.0) + clocks() - started
+
+        self.restore.append((owner, name, original))
+        setattr(owner, name, timed_call)
+
+    def __exit__(self, *exc) -> None:
+        for owner, name, original in reversed(self.restore):
+            setattr(owner, name, original)
+
+    def __enter__(self):
+        return self
+
+
+def raw_store(rows: list[tuple]) -> np.ndarray:
+    """Wall and CPU seconds to insert hit tuples the way a hand-written loader would: one
+    executemany of one INSERT on the DB-API connection (SQLite), one text COPY fed row by row
+    (Postgres)."""
+    from django.db import connection, transaction
+
+    from retrieval.models import Hit
+
+    columns = "run_id, query_id, passage_id, rank, score"
+    started = clocks()
+    with transaction.atomic(), connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            with cursor.cursor.copy(f"COPY {Hit._meta.db_table} ({columns}) FROM STDIN") as copy:
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            connection.connection.executemany(
+                f"INSERT INTO {Hit._meta.db_table} ({columns}) VALUES (?, ?, ?, ?, ?)", rows
+            )
+    return clocks() - started
+
+
+def one_query_at_a_time(sentences: list[str], queries: list[str]) -> np.ndarray:
+    """Ours scoring one query at a time, with the index built from the cached term counts."""
+    from retrieval.bm25 import BM25Index, cached_term_counts, tokenize_all
+    from retrieval.services.runs import term_counts_folder
+
+    started = clocks()
+    index = BM25Index.from_counts(cached_term_counts(sentences, term_counts_folder()), k1=0.5, b=0.9)
+    for query in tokenize_all(queries):
+        index.scores([query])
+    return clocks() - started
+
+
+def run_phases(sentences: list[str], queries: list[str]) -> dict:
+    """One run's phases and its peers on the same data (see the module's docstring)."""
+    import bm25s
+
+    from retrieval.bm25 import BM25Scorer, tokenize_all
+    from retrieval.models import Collection, Hit, Passage, Query, Run
+    from retrieval.services import run_writer, runs
+
+    collection = Collection.objects.create(name=f"phases-{time.time_ns()}", kind=Collection.Kind.BEIR)
+    Passage.objects.bulk_create(
+        [Passage(collection=collection, external_id=f"s{i}", text=text, ordinal=i) for i, text in enumerate(sentences)],
+        batch_size=2000,
+    )
+    Query.objects.bulk_create(
+        [Query(collection=collection, external_id=f"q{i}", text=text, ordinal=i) for i, text in enumerate(queries)],
+        batch_size=2000,
+    )
+    runs.warm_term_counts(collection)  # what an import does
+    retriever = runs.get_or_create_retriever("bm25", k1=0.5, b=0.9)
+    one_at_a_time = one_query_at_a_time(sentences, queries)  # measured before and after the run
+    with PhaseTimer() as timer:
+        timer.wrap(BM25Scorer, "score", "scoring")
+        timer.wrap(runs, "top_ranked", "top-k")
+        timer.wrap(runs, "ranks_of", "top-k")
+        timer.wrap(run_writer.RunWriter, "flush", "storing")
+        run = runs.execute_run(runs.create_run(collection, retriever, depth=100))
+    phases = dict(timer.seconds, run=np.array([run.seconds, np.nan]))
+    phases["bm25"] = phases["scoring"] + phases["top-k"]
+    rows = list(
+        Hit.objects.filter(run=run)
+        .order_by("query_id", "rank")
+        .values_list("run_id", "query_id", "passage_id", "rank", "score")
+    )
+    Hit.objects.filter(run=run).delete()
+    peers = {"raw storing": raw_store(rows)}
+    Run.objects.filter(pk=run.pk).delete()
+
+    peers["ours one at a time"] = np.minimum(one_at_a_time, one_query_at_a_time(sentences, queries))
+    started = clocks()
+    peer = bm25s.BM25(k1=0.5, b=0.9)
+    with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
+        peer.index(tokenize_all(sentences), show_progress=False)
+        peer.retrieve(tokenize_all(queries), k=100, show_progress=False)
+    peers["bm25s index + retrieve"] = clocks() - started
+    Collection.objects.filter(pk=collection.pk).delete()
+    return {"hits": len(rows), "phases": phases, "peers": peers}
+
+
+def report_run_phases(sentences: list[str], queries: list[str], repeats: int) -> None:
+    from django.db import connection
+
+    results = [run_phases(sentences, queries) for _ in range(repeats)]
+    best = {
+        group: {name: np.min([result[group][name] for result in results], axis=0) for name in results[0][group]}
+        for group in ("phases", "peers")
+    }
+    phases, peers = best["phases"], best["peers"]
+    print(
+        f"a BM25 run: {len(queries)} masked-quotation queries x {len(sentences)} windows of one book,"
+        f" {results[0]['hits']} hits, {connection.vendor}, best of {repeats}, load average {os.getloadavg()[0]:.1f}"
+    )
+    print(f"  {'':<26} {'wall s':>8} {'CPU s':>8}")
+    for name, (wall, cpu) in {**phases, **peers}.items():
+        print(f"  {name:<26} {wall:8.3f} {cpu:8.3f}")
+    whole_peer = peers["bm25s index + retrieve"] + peers["raw storing"]
+    print("  ratios, wall and CPU (CPU: the work itself, whatever else the machine runs):")
+    for label, ratio, goal in (
+        ("run's BM25 phase / ours one at a time", phases["bm25"] / peers["ours one at a time"], "<= 1.1"),
+        ("top-k / scoring", phases["top-k"] / phases["scoring"], ""),
+        ("storing / raw storing", phases["storing"] / peers["raw storing"], ""),
+        ("whole run / (bm25s retrieve + raw storing)", phases["run"] / whole_peer, "<= 1.0 (wall)"),
+    ):
+        print(f"  {label:<44} {ratio[0]:6.3f} {ratio[1]:6.3f}   {f'(goal {goal})' if goal else ''}")
 
 
 def report(texts: list[str], queries: list[dict], reference_queries: int, masked_queries: int) -> None:
@@ -194,10 +350,13 @@ def main() -> None:
         help="queries rank_bm25 is timed on (scaled to all); the contract check uses 20",
     )
     parser.add_argument("--masked-queries", type=int, default=1000, help="masked-quotation queries timed per query")
+    parser.add_argument("--run-queries", type=int, default=1000, help="queries of the timed run (0: no run phases)")
+    parser.add_argument("--repeats", type=int, default=3, help="runs timed for the run phases (the best counts)")
+    parser.add_argument("--database-url", default="", help="an empty database to use instead of a SQLite file")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="bm25-speed-"))
-    os.environ["DATABASE_URL"] = f"sqlite:///{scratch / 'db.sqlite3'}"
+    os.environ["DATABASE_URL"] = args.database_url or f"sqlite:///{scratch / 'db.sqlite3'}"
     os.environ["MARGINALIA_DATA_DIR"] = str(scratch / "data")
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "marginalia.settings")
     sys.path.insert(0, str(ROOT))
@@ -207,6 +366,9 @@ def main() -> None:
 
     try:
         report(*load_data(args.data), args.reference_queries, args.masked_queries)
+        if args.run_queries:
+            book = book_sentences(args.data, "pride_and_prejudice")
+            report_run_phases(book, masked_quotation_queries(book, args.run_queries, seed=1), args.repeats)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 

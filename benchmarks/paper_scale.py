@@ -150,7 +150,7 @@ def measure_bm25(sources, fraction: float) -> dict:
     """Full-size candidate sets, each with its full share of queries, as many sets as hold
     `fraction` of all queries (at least one per quote length)."""
     from retrieval.bm25 import BM25Index, cached_term_counts, tokenize_all
-    from retrieval.services.runs import ranking
+    from retrieval.ranking import tie_break, top_ranked
 
     sets = max(len(QUOTE_LENGTHS), round(fraction * RELIC_BOOKS * len(QUOTE_LENGTHS)))
     per_set = queries_per_set()
@@ -163,9 +163,10 @@ def measure_bm25(sources, fraction: float) -> dict:
         query_texts = [text for _, text in masked_queries(sentences, length, per_set, seed=number)]
         seconds, index = timed(lambda texts=texts: BM25Index.from_counts(cached_term_counts(texts, None)))
         index_seconds += seconds
+        key = tie_break([str(number) for number in range(len(texts))])
         seconds, _ = timed(
-            lambda index=index, query_texts=query_texts: [
-                ranking(row, DEPTH) for row in index.scores(tokenize_all(query_texts))
+            lambda index=index, query_texts=query_texts, key=key: [
+                top_ranked(row[None, :], DEPTH, key) for row in index.scores(tokenize_all(query_texts))
             ]
         )
         query_seconds += seconds
@@ -196,11 +197,13 @@ def compare_peers(sources, queries: int, reference_queries: int) -> dict:
 
 
 def measure_hit_storing(rows: int) -> dict:
-    """Hits per second through the run writer (one executemany per flush, in a transaction)."""
+    """Hits per second through the run writer (binary COPY on Postgres, one executemany elsewhere,
+    in a transaction)."""
     from django.db import connection
 
     from retrieval.models import Collection, Hit, Passage, Query, Run
-    from retrieval.services.runs import RunWriter, create_run, get_or_create_retriever
+    from retrieval.services.run_writer import RunWriter
+    from retrieval.services.runs import create_run, get_or_create_retriever
 
     collection = Collection.objects.create(name=f"hits-{time.time_ns()}", kind=Collection.Kind.BEIR)
     passages = Passage.objects.bulk_create(
@@ -212,13 +215,11 @@ def measure_hit_storing(rows: int) -> dict:
         batch_size=5000,
     )
     run = create_run(collection, get_or_create_retriever("bm25"), depth=DEPTH)
-    hit_rows = [
-        (run.pk, query.pk, passage.pk, rank, 1.0 / rank)
-        for query in queries
-        for rank, passage in enumerate(passages, start=1)
-    ]
-    writer = RunWriter()
-    seconds, _ = timed(lambda: (writer.add(hit_rows, []), writer.flush()))
+    query_ids = np.array([query.pk for query in queries], dtype=np.int64)
+    passage_ids = np.tile(np.array([passage.pk for passage in passages], dtype=np.int64), (len(queries), 1))
+    scores = np.tile(1.0 / np.arange(1, DEPTH + 1), (len(queries), 1))
+    writer = RunWriter(run.pk)
+    seconds, _ = timed(lambda: (writer.add_ranked(query_ids, passage_ids, scores), writer.flush()))
     stored = Hit.objects.filter(run=run).count()
     Run.objects.filter(pk=run.pk).delete()
     return {"vendor": connection.vendor, "hits": stored, "seconds": seconds, "hits_per_s": stored / seconds}

@@ -21,6 +21,7 @@ file in a temporary folder.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -125,12 +126,15 @@ def wait_until_workers_answer(redis_url: str, count: int) -> None:
     raise SystemExit(f"only {len(replies)} of {count} workers answered")
 
 
-def main() -> None:
-    arguments = parse_arguments()
-    # A SIGTERM (a timeout) unwinds like Ctrl-C, so the workers and Redis started here are stopped.
+@contextlib.contextmanager
+def scratch_platform(database_url: str, shards: int, prefix: str):
+    """A scratch folder, its database (`database_url`, or an SQLite file there) migrated and set
+    up for this process, a private Redis, and the environment `manage.py` calls and workers get:
+    (folder, env, redis_url, database_url). A SIGTERM (a timeout) unwinds like Ctrl-C, so the
+    workers and Redis started are stopped; the folder is removed at the end."""
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"stopped by signal {signum}"))
-    folder = Path(tempfile.mkdtemp(prefix="marginalia-sharded-"))
-    database_url = arguments.database_url or f"sqlite:///{folder / 'db.sqlite3'}"
+    folder = Path(tempfile.mkdtemp(prefix=prefix))
+    database_url = database_url or f"sqlite:///{folder / 'db.sqlite3'}"
     os.environ.update(DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="marginalia.settings")
     import django
 
@@ -141,12 +145,24 @@ def main() -> None:
     env = {
         **os.environ,
         "MARGINALIA_DATA_DIR": str(folder / "data"),
-        "MARGINALIA_RUN_SHARDS": str(arguments.shards),
+        "MARGINALIA_RUN_SHARDS": str(shards),
         "HF_HUB_OFFLINE": "1",
         **broker_environment(redis_url),
     }
     try:
         manage(env, "migrate", "--noinput", "-v", "0")
+        yield folder, env, redis_url, database_url
+    finally:
+        stop_process(redis_process)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def main() -> None:
+    arguments = parse_arguments()
+    with scratch_platform(arguments.database_url, arguments.shards, "marginalia-sharded-") as platform:
+        folder, env, redis_url, database_url = platform
+        from jobs.management.commands.run_platform import stop_process
+
         started = time.perf_counter()
         relic = write_relic_like(
             folder / "relic.json",
@@ -196,9 +212,6 @@ def main() -> None:
                 f"{count:>7} {arguments.shards:>6} {seconds:>8.2f} {speed_up:>10.2f}x {speed_up / count:>9.2f}x"
                 f" {one_piece_seconds / seconds:>11.2f}x  {'yes' if same else 'NO'}"
             )
-    finally:
-        stop_process(redis_process)
-        shutil.rmtree(folder, ignore_errors=True)
     print(f"\n{os.cpu_count()} CPU cores on this machine; workers beyond the free cores cannot speed a run up.")
 
 

@@ -5,9 +5,11 @@ Builds a proxy study of --items items x 3 judgments straight into the tables
 (`tests.factories.make_bulk_proxy_study`, as paper_scale does; its run's metrics are stored as a
 finished run's are), then asks every GET route of the URLconf whose path parameters are a
 study, run, collection or item id, as a superuser through Django's test client, twice each.
-Prints status, response size and the slower of the two wall times, marking routes slower than
---slow seconds. A route that fails (5xx, an exception) is what this is for: at 100K items the
-study and adjudication pages once failed on SQLite with "Expression tree is too large".
+Prints status, response size and the slower of the two requests' wall and CPU seconds, marking
+routes slower than --slow seconds (wall). A route that fails (5xx, an exception) is what this is for: at 100K items the
+study and adjudication pages once failed on SQLite with "Expression tree is too large". A private
+Redis serves as the task queue, as in a deployment, so a large study's report is queued as a job
+(nothing consumes it here); without one the report page answers a clear 503.
 
 First, the adjudication workspace: building its queue (once per change of the judgments: it
 reads every counted judgment), then what an adjudicator waits for, the queue page and the
@@ -39,14 +41,17 @@ from paper_scale import setup_django  # noqa: E402
 SKIPPED = ("admin/", "static", "logout", "<path", "token", "(?P")
 
 
-def timed_get(client, path: str) -> tuple[str, int, float]:
-    started = time.perf_counter()
+def timed_get(client, path: str) -> tuple[str, int, float, float]:
+    """Status, body size, wall and CPU seconds (on a shared machine the CPU time is what the
+    page itself cost; the wall time adds waiting for a core)."""
+    started, cpu_started = time.perf_counter(), time.process_time()
     try:
         response = client.get(path)
         body = b"".join(response.streaming_content) if response.streaming else response.content
-        return str(response.status_code), len(body), time.perf_counter() - started
+        status, size = str(response.status_code), len(body)
     except Exception as exc:  # a failing route is the finding: name it and go on
-        return f"{type(exc).__name__}: {str(exc)[:60]}", 0, time.perf_counter() - started
+        status, size = f"{type(exc).__name__}: {str(exc)[:60]}", 0
+    return status, size, time.perf_counter() - started, time.process_time() - cpu_started
 
 
 def median_seconds(action, times: int = 5) -> float:
@@ -93,6 +98,7 @@ def main() -> None:
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="staff-pages-"))
+    redis_process = None
     try:
         setup_django(args.database_url, scratch)
         from django.conf import settings
@@ -100,12 +106,15 @@ def main() -> None:
         from django.core.management import call_command
         from django.test import Client
 
+        from jobs.management.commands.run_platform import free_port, start_redis, stop_process
+        from marginalia.celery import app
         from retrieval.metrics import evaluate_run
         from tests.factories import make_bulk_proxy_study
         from tests.routes import routes
 
         call_command("migrate", verbosity=0)
         settings.ALLOWED_HOSTS = ["*"]
+        redis_process, app.conf.broker_url = start_redis(free_port())
         started = time.perf_counter()
         study = make_bulk_proxy_study(args.items)
         run = study.negatives_run
@@ -129,13 +138,15 @@ def main() -> None:
             if any(part in route for part in SKIPPED) or any(name not in ids for name in names):
                 continue
             path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda match: str(ids[match.group(1)]), route)
-            (status, size, first), (_, _, second) = timed_get(client, path), timed_get(client, path)
-            seconds = max(first, second)
+            (status, size, *first), (_, _, *second) = timed_get(client, path), timed_get(client, path)
+            seconds, cpu = max(first, second)
             failures += status[0] not in "234"
             mark = "  SLOW" if seconds > args.slow else ""
-            print(f"{path:50s} {status:>5s} {size:>12,d} B {seconds:8.2f} s{mark}")
+            print(f"{path:50s} {status:>5s} {size:>12,d} B {seconds:8.2f} s {cpu:6.2f} s CPU{mark}")
         print(f"{failures} routes failed")
     finally:
+        if redis_process is not None:
+            stop_process(redis_process)
         shutil.rmtree(scratch, ignore_errors=True)
 
 

@@ -245,11 +245,28 @@ def annotator_rows(study: Study) -> list[dict]:
     )
     open_count = open_items.count()
     judgments = Judgment.objects.filter(item__study=study)
-    judged_open = _per_annotator(judgments.filter(item__in=open_items.values("pk")), Count("item", distinct=True))
-    done = _per_annotator(Judgment.objects.filter(item__in=formal, voided=False), Count("pk"))
-    worked = _per_annotator(Judgment.objects.filter(item__in=formal), Count("pk"))
+    judged_open = (  # a finished study has no open item: spare the pass over its judgments
+        _per_annotator(judgments.filter(item__in=open_items.values("pk")), Count("item", distinct=True))
+        if open_count
+        else {}
+    )
+    # Judgments done (counted), worked (voided too: they count against an item limit) and the
+    # last one submitted, in one pass over the study's judgments.
+    formal_judgment = ~Q(item__role=Item.Role.QUALIFICATION)
+    per_annotator = (
+        judgments.order_by()
+        .values_list("annotator")
+        .annotate(
+            done=Count("pk", filter=Q(voided=False) & formal_judgment),
+            worked=Count("pk", filter=formal_judgment),
+            last=Max("submitted_at"),
+        )
+        .values_list("annotator", "done", "worked", "last")
+    )
+    done, worked, last_judged = {}, {}, {}
+    for annotator, done_count, worked_count, last in per_annotator:
+        done[annotator], worked[annotator], last_judged[annotator] = done_count, worked_count, last
     quotas = dict(study.grants.filter(item_quota__isnull=False).values_list("annotator", "item_quota"))
-    last_judged = _per_annotator(judgments, Max("submitted_at"))
     last_claimed = _per_annotator(Assignment.objects.filter(item__study=study), Max("claimed_at"))
     flags = _per_annotator(AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True), Count("pk"))
     seconds = defaultdict(list)

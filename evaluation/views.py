@@ -12,9 +12,15 @@ from django.views.decorators.http import require_POST
 from annotation.models import Study
 from evaluation import alerts, charts, crowd_tables, formatting, preference_access, preference_formatting
 from evaluation.reports import compare_runs, requested_run_ids, resolve_model_runs, study_report_or_job
+from jobs.errors import BrokerUnavailable
 from retrieval.access import staff_required
 from retrieval.errors import InputError
 from retrieval.models import Run
+
+QUEUE_DOWN = (
+    "This study is large, so its report is computed by a worker, and the task queue cannot be reached"
+    " right now: nothing was queued. Start Redis and a worker (run_platform starts both), then reload this page."
+)
 
 
 @method_decorator(staff_required, name="dispatch")
@@ -34,11 +40,14 @@ class StudyReportPage(View):
         try:
             report, job = study_report_or_job(study, resolve_model_runs(study, selected), request.user)
         except InputError as exc:
-            report, job, context["error"] = None, None, str(exc)
+            report, job, context["error"], status = None, None, str(exc), 400
+        except BrokerUnavailable:
+            # A large study's report is computed by a worker, and the task queue does not answer.
+            report, job, context["error"], status = None, None, QUEUE_DOWN, 503
         # Read after the report: computing one checks the thresholds.
         context["watch"] = alerts.watch_payload(alerts.watch_of(study))
         if "error" in context:
-            return render(request, template, context, status=400)
+            return render(request, template, context, status=status)
         if job is not None:
             return render(request, template, {**context, "computing": job})
         context["report"] = report

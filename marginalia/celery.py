@@ -32,6 +32,7 @@ app.conf.task_routes = {
     "retrieval.tasks.train_retriever": {"queue": "gpu"},
     "annotation.tasks.train_on_study": {"queue": "gpu"},
     "retrieval.tasks.import_run": {"queue": "cpu"},
+    "retrieval.tasks.import_part": {"queue": "cpu"},
     "jobs.tasks.ping": {"queue": "cpu"},
     "console.tasks.process_upload": {"queue": "cpu"},
     "judges.tasks.judge_study_on_gpu": {"queue": "gpu"},

@@ -268,8 +268,9 @@ MARGINALIA_JUDGE_PROMPTS_DIR = Path(os.environ.get("MARGINALIA_JUDGE_PROMPTS_DIR
 MARGINALIA_JUDGE_MAX_RETRY_WAIT = float(os.environ.get("MARGINALIA_JUDGE_MAX_RETRY_WAIT", "60"))
 # An annotator may take back their last answer this many seconds after submitting it (0: never).
 MARGINALIA_UNDO_SECONDS = float(os.environ.get("MARGINALIA_UNDO_SECONDS", "10"))
-# A run scores at most this many (query, passage) cells at once: 8 bytes each, 64 MB by default.
-MARGINALIA_SCORE_CELLS = int(os.environ.get("MARGINALIA_SCORE_CELLS", str(1 << 23)))
+# A run scores and ranks at most this many (query, passage) cells at once: 8 bytes each, 2 MiB by
+# default, so a block is still in the CPU's cache when its top hits are selected.
+MARGINALIA_SCORE_CELLS = int(os.environ.get("MARGINALIA_SCORE_CELLS", str(1 << 18)))
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [

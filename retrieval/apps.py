@@ -6,5 +6,6 @@ class RetrievalConfig(AppConfig):
     verbose_name = "Retrieval: corpora, queries, runs"
 
     def ready(self):
-        # Connects the receivers that settle a run when its job fails, is cancelled or retried.
-        from retrieval.services import run_status  # noqa: F401
+        # Connects the receivers that settle a run when its job fails, is cancelled or retried, and
+        # an import spread over workers when its job fails or is cancelled.
+        from retrieval.services import import_status, run_status  # noqa: F401

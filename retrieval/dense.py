@@ -14,7 +14,7 @@ import hashlib
 import os
 import threading
 from collections import deque
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from functools import partial
 from pathlib import Path
@@ -288,30 +288,49 @@ class DenseScorer:
         if self.passage_prompt:  # prompted passages are other vectors: another cache folder
             model_key += f"-prompt-{hashlib.sha256(self.passage_prompt.encode()).hexdigest()[:16]}"
         self.cache = EmbeddingCache(Path(settings.MARGINALIA_DATA_DIR) / "embeddings", model_key)
+        self._queries: dict[str, np.ndarray] = {}  # query text -> its vector
+        self._passages: dict[int, np.ndarray] = {}  # passage id -> its vector, the current group
+        self._stacked: tuple[Sequence[Passage], np.ndarray] | None = None  # the last set's matrix
 
     @property
     def prompts(self) -> dict[str, str]:
         """The prompts used, as a run records them in its parameters."""
         return {"query_prompt": self.query_prompt, "passage_prompt": self.passage_prompt}
 
-    def score(self, queries: list[str], passages: list[Passage], progress: Progress = no_progress) -> np.ndarray:
+    def prepare(self, queries: list[str], passages: Sequence[Passage], progress: Progress = no_progress) -> None:
+        """Encode the query texts not encoded yet, all in one call (length-sorted batches across
+        candidate sets; kept for the scorer's life, a run's every query), and make `passages`
+        the ones scored next: their vectors read from the cache, the missing ones encoded in one
+        call and cached. A run over per-query pools thus encodes each text once, in full
+        batches, instead of one small batch per pool."""
         report = throttled(progress)
-        if not passages:
-            return np.zeros((len(queries), 0), dtype=np.float64)
-        query_vectors = encode(
-            self.query_model,
-            [self.query_prompt + query for query in queries],
-            progress=lambda f, m: report(0.1 * f, m),
-            label="queries",
-        )
-        passage_vectors = self.cache.embeddings(
-            passages,
-            lambda texts: encode(
-                self.passage_model,
-                [self.passage_prompt + text for text in texts],
-                progress=lambda f, m: report(0.1 + 0.9 * f, m),
-                label="passages",
-            ),
-        )
-        report(1.0, "scored")
-        return (query_vectors @ passage_vectors.T).astype(np.float64)
+        new = [text for text in dict.fromkeys(queries) if text not in self._queries]
+        if new:
+            vectors = encode(
+                self.query_model, [self.query_prompt + text for text in new], progress=report, label="queries"
+            )
+            self._queries.update(zip(new, vectors))
+        if passages:
+            unique = list({passage.pk: passage for passage in passages}.values())
+            vectors = self.cache.embeddings(
+                unique,
+                lambda texts: encode(
+                    self.passage_model,
+                    [self.passage_prompt + text for text in texts],
+                    progress=report,
+                    label="passages",
+                ),
+            )
+            self._passages = dict(zip((passage.pk for passage in unique), vectors))
+            self._stacked = None
+
+    def score(self, queries: list[str], passages: Sequence[Passage], progress: Progress = no_progress) -> np.ndarray:
+        """Dot products of the queries' and passages' embeddings, as float64."""
+        if not passages or not queries:
+            return np.zeros((len(queries), len(passages)), dtype=np.float64)
+        missing_passages = any(passage.pk not in self._passages for passage in passages)
+        self.prepare(queries, passages if missing_passages else [], progress)
+        if self._stacked is None or self._stacked[0] is not passages:
+            self._stacked = (passages, np.stack([self._passages[passage.pk] for passage in passages]))
+        query_vectors = np.stack([self._queries[text] for text in queries])
+        return (query_vectors @ self._stacked[1].T).astype(np.float64)

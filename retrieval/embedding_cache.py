@@ -19,7 +19,7 @@ import time
 import uuid
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from contextlib import ExitStack, contextmanager
+from contextlib import contextmanager
 from pathlib import Path
 
 import numpy as np
@@ -59,9 +59,10 @@ class EmbeddingCache:
         if not missing:
             return np.stack(found).astype(np.float32, copy=False) if found else np.zeros((0, 0), dtype=np.float32)
         # Shards of one run (or several runs) on other workers may be encoding the same passages:
-        # one encodes while the others wait, then they read its vectors from disk.
-        with self._locked(sorted({shard_keys[index] for index in missing}, key=repr)) as locked:
-            for shard_key in locked:
+        # one encodes while the others wait, then they read its vectors from disk. Workers after
+        # other passages, of the same book too, go on: the lock claims these passages only.
+        with self._claimed(sorted(keys[index] for index in missing), shard_keys[missing[0]][0]):
+            for shard_key in {shard_keys[index] for index in missing}:
                 if self._segment_names(self._shard_folder(shard_key)) - self._seen.get(shard_key, set()):
                     self._shards.pop(shard_key, None)  # another process wrote meanwhile: reload
             for index in missing:
@@ -71,16 +72,17 @@ class EmbeddingCache:
         return np.stack(found).astype(np.float32, copy=False)
 
     @contextmanager
-    def _locked(self, shard_keys: list[ShardKey]):
-        """Hold an exclusive lock (flock, released if the process dies) on each shard, in a fixed
-        order so that two workers never wait on each other."""
-        with ExitStack() as stack:
-            for shard_key in shard_keys:
-                folder = self._shard_folder(shard_key)
-                folder.mkdir(parents=True, exist_ok=True)
-                lock = stack.enter_context((folder / ".lock").open("a"))
-                fcntl.flock(lock, fcntl.LOCK_EX)
-            yield shard_keys
+    def _claimed(self, keys: list[tuple[int, bytes]], collection_id: int):
+        """Hold an exclusive lock (flock, released if the process dies) named after exactly these
+        passages and texts. Segments are append-only files written whole, so writing them needs
+        no lock; the claim only keeps two workers from encoding the same passages at once. The
+        claim files live in the collection's folder and go with it."""
+        digest = hashlib.sha256(b"".join(pk.to_bytes(8, "little") + text for pk, text in keys)).hexdigest()
+        folder = self.folder / f"collection-{collection_id}" / ".claims"
+        folder.mkdir(parents=True, exist_ok=True)
+        with (folder / f"{digest}.lock").open("a") as lock:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+            yield
 
     def _encode_missing(self, found, missing, texts, keys, shard_keys, encode) -> None:
         """Encode the `missing` positions, fill them into `found` and append them to their shards."""

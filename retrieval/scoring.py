@@ -1,13 +1,16 @@
 """What a retriever must provide to produce a run, and how a query becomes text.
 
-A `Scorer` scores one candidate set at a time: all queries that share the set (one book and
-quote length for RELiC, one query's pool, or the whole collection) against its passages. The run
-service (retrieval/services/runs.py) turns the scores into ranked hits and gold ranks, the same
-way for every retriever.
+A `Scorer` scores one candidate set at a time: the queries that share the set (one book and
+quote length for RELiC, one query's pool, or the whole collection) against its passages. Before
+that, a run tells it every query text it will ask about and then each group of passages
+(`prepare`), so a scorer that encodes (dense) encodes each text once, in batches across candidate
+sets, instead of one small batch per set. The run service (retrieval/services/runs.py) turns the
+scores into ranked hits and gold ranks, the same way for every retriever.
 """
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Protocol
 
 import numpy as np
@@ -21,7 +24,12 @@ class Scorer(Protocol):
     # Inserted between left and right context for retrievers that understand a mask (dense).
     mask_token: str | None
 
-    def score(self, queries: list[str], passages: list[Passage], progress: Progress) -> np.ndarray:
+    def prepare(self, queries: list[str], passages: Sequence[Passage], progress: Progress) -> None:
+        """Get ready to score these query texts and passages (the passages of the next candidate
+        sets, replacing the last ones); a scorer that needs nothing ahead does nothing."""
+        ...
+
+    def score(self, queries: list[str], passages: Sequence[Passage], progress: Progress) -> np.ndarray:
         """Scores of shape (len(queries), len(passages)), float64; higher is better."""
         ...
 

@@ -7,29 +7,42 @@ from pathlib import Path
 
 from celery import shared_task
 
+from jobs.models import Job
 from jobs.services import execute
 
 from .models import Collection, Run
 from .services.external_runs import imported_run_summary
+from .services.import_status import IMPORT_PART_TASK
 from .services.runs import complete_sharded_run, execute_shard
 from .services.trec_files import IMPORT_RUN_TASK, import_trec_run
 
 
-def _execute_shard_job(job_id: int, run_id: int, pieces: list) -> dict:
+def _execute_shard_job(job_id: int, run_id: int, query_ids: list[int]) -> dict:
     """One shard of a run as job `job_id`; the shard that completes the run also finishes it."""
-    result = execute(job_id, lambda progress: execute_shard(Run.objects.get(pk=run_id), pieces, progress))
+    result = execute(job_id, lambda progress: execute_shard(Run.objects.get(pk=run_id), query_ids, progress))
     complete_sharded_run(run_id)
     return result
 
 
 @shared_task(name="retrieval.tasks.run_bm25", ignore_result=True)
-def run_bm25(job_id: int, run_id: int, pieces: list) -> dict:
-    return _execute_shard_job(job_id, run_id, pieces)
+def run_bm25(job_id: int, run_id: int, query_ids: list[int]) -> dict:
+    return _execute_shard_job(job_id, run_id, query_ids)
 
 
 @shared_task(name="retrieval.tasks.run_dense", ignore_result=True)
-def run_dense(job_id: int, run_id: int, pieces: list) -> dict:
-    return _execute_shard_job(job_id, run_id, pieces)
+def run_dense(job_id: int, run_id: int, query_ids: list[int]) -> dict:
+    return _execute_shard_job(job_id, run_id, query_ids)
+
+
+@shared_task(name=IMPORT_PART_TASK, ignore_result=True)
+def import_part(job_id: int, number: int) -> dict:
+    """One part (a book, or a chunk of a long book) of an import spread over workers; the part
+    that finishes last completes the import."""
+    from .services import import_jobs  # spaCy loads only where books are imported
+
+    result = execute(job_id, lambda progress: import_jobs.import_part(job_id, number, progress))
+    import_jobs.complete_import(Job.objects.get(pk=job_id).parent_id)
+    return result
 
 
 @shared_task(name="retrieval.tasks.train_retriever", ignore_result=True)

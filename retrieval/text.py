@@ -11,9 +11,12 @@ from __future__ import annotations
 import re
 from functools import lru_cache
 
+import numpy as np
 import spacy
+from spacy.attrs import ORTH
 from spacy.language import Language
 from spacy.pipeline.sentencizer import Sentencizer
+from spacy.strings import get_string_id
 from spacy.tokens import Doc
 
 MAX_WINDOW = 5
@@ -36,6 +39,7 @@ _GUTENBERG_END = re.compile(
 _PRODUCER_CREDIT = re.compile(r"^\s*(?:Produced|Prepared|Transcribed) by\b[^\n]*(?:\n[^\n]+)*", re.I)
 _PARAGRAPH_BREAK = re.compile(r"\n\s*\n")
 _OPENERS = frozenset({'"', "'", "“", "‘", "«", "(", "["})
+_OPENER_IDS = np.array([get_string_id(text) for text in _OPENERS], dtype=np.uint64)  # spaCy's ORTH values
 
 
 def strip_gutenberg(text: str) -> str:
@@ -57,11 +61,13 @@ def opening_quote_boundaries(doc: Doc) -> Doc:
     """The sentencizer keeps every punctuation token after a boundary in the sentence before it:
     right for a closing quote (`"Stop!" he said`), wrong for an opening one (`Why? "Because."`).
     An opener set off by a space before and glued to a sentence start after moves to that
-    sentence."""
-    for token in doc[1:-1]:
-        following = doc[token.i + 1]
-        opens_following_word = bool(doc[token.i - 1].whitespace_) and not token.whitespace_
-        if token.text in _OPENERS and opens_following_word and following.is_sent_start:
+    sentence. Only the openers are visited (found among the token ids by numpy): a Python step
+    per token was a third of segmentation's time."""
+    openers = np.flatnonzero(np.isin(doc.to_array(ORTH)[1:-1], _OPENER_IDS)) + 1
+    for index in openers.tolist():
+        token, following = doc[index], doc[index + 1]
+        opens_following_word = bool(doc[index - 1].whitespace_) and not token.whitespace_
+        if opens_following_word and following.is_sent_start:
             token.is_sent_start = True
             following.is_sent_start = False
     return doc

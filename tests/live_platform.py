@@ -8,6 +8,7 @@ a Postgres test database in CI) and a worker process cannot see either. Loaded a
 by tests/conftest.py; a test module may override `platform` (e.g. to add a data folder).
 """
 
+import contextlib
 import os
 import signal
 import socket
@@ -97,10 +98,9 @@ def broker(reachable_broker):
     client.close()
 
 
-@pytest.fixture(scope="module")
-def platform(tmp_path_factory, redis_url):
-    """Environment and database file shared by the worker and the `manage.py` client calls."""
-    folder = tmp_path_factory.mktemp("platform")
+def make_platform(folder: Path, redis_url: str, **settings: str) -> dict:
+    """Environment (with `settings` added) and a migrated database file in `folder`, shared by
+    workers and the `manage.py` client calls."""
     database = folder / "db.sqlite3"
     env = {
         **os.environ,
@@ -109,9 +109,54 @@ def platform(tmp_path_factory, redis_url):
         **broker_environment(redis_url),
         "HF_HUB_OFFLINE": "1",
         "TRANSFORMERS_OFFLINE": "1",
+        **settings,
     }
     subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
     return {"env": env, "database": database, "folder": folder}
+
+
+@pytest.fixture(scope="module")
+def platform(tmp_path_factory, redis_url):
+    """Environment and database file shared by the worker and the `manage.py` client calls."""
+    return make_platform(tmp_path_factory.mktemp("platform"), redis_url)
+
+
+@contextlib.contextmanager
+def workers_running(platform, count: int, name: str):
+    """`count` workers on both queues, one task at a time each, logging to worker.log; stopped
+    (terminate, then kill) at the end."""
+    log = (platform["folder"] / "worker.log").open("a")
+    processes = [
+        subprocess.Popen(
+            [*worker_command("cpu,gpu"), "--hostname", f"{name}-{number}@%h"],
+            env=platform["env"],
+            cwd=PROJECT_ROOT,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        for number in range(count)
+    ]
+    try:
+        yield processes
+    finally:
+        for process in processes:
+            stop_process(process)
+        log.close()
+
+
+def child_jobs(platform, job_id: int) -> list[dict]:
+    """The job's children (a run's shards, an import's parts) as rows, in creation order."""
+    with sqlite3.connect(platform["database"], timeout=30) as connection:
+        connection.row_factory = sqlite3.Row
+        statement = "SELECT * FROM retrieval_job WHERE parent_id = ? ORDER BY id"
+        return [dict(row) for row in connection.execute(statement, (job_id,))]
+
+
+def rows(platform, sql: str, *parameters) -> list[tuple]:
+    """What a query returns from the platform's database (read beside the worker)."""
+    with sqlite3.connect(platform["database"], timeout=30) as connection:
+        return connection.execute(sql, parameters).fetchall()
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from typing import NamedTuple
 
 from django.db.models import QuerySet
 
+from retrieval.chunks import chunks
 from retrieval.models import Collection, Passage, PoolEntry, Query
 
 
@@ -66,18 +67,33 @@ class CandidateSet:
         return len(self.pool) if self.pool is not None else self.queryset.count()
 
 
+def load_passages(sets: Sequence[CandidateSet]) -> list[list[PassageRow]]:
+    """Each set's passages in its order. Pools are read together, a chunk of ids per statement,
+    rather than one statement per pool (a BIRCO run has a pool per query)."""
+    pooled = list(dict.fromkeys(passage_id for s in sets if s.pool is not None for passage_id in s.pool))
+    rows = {}
+    for chunk in chunks(pooled):
+        rows.update(
+            (row[0], PassageRow._make(row))
+            for row in Passage.objects.filter(pk__in=chunk).order_by().values_list(*PassageRow._fields)
+        )
+    return [s.passages() if s.pool is None else [rows[passage_id] for passage_id in s.pool] for s in sets]
+
+
 def candidate_sets(collection: Collection, queries: Iterable[Query] | None = None) -> list[CandidateSet]:
     """The candidate sets of `queries` (default: all the collection's queries), each with the
     queries it serves, in query order. Passages load only when asked for (`passages()`,
     `values()`), so a run holds one set in memory at a time."""
-    queries = list(collection.queries.order_by("ordinal") if queries is None else queries)
+    entries = PoolEntry.objects.filter(query__collection=collection).order_by("query_id", "position")
+    if queries is None:
+        queries, batches = list(collection.queries.order_by("ordinal")), [entries]
+    else:  # only these queries' pools (a shard's)
+        queries = list(queries)
+        batches = [entries.filter(query_id__in=chunk) for chunk in chunks([query.pk for query in queries])]
     pools: dict[int, list[int]] = {}
-    for query_id, passage_id in (
-        PoolEntry.objects.filter(query__collection=collection)
-        .order_by("query_id", "position")
-        .values_list("query_id", "passage_id")
-    ):
-        pools.setdefault(query_id, []).append(passage_id)
+    for batch in batches:
+        for query_id, passage_id in batch.values_list("query_id", "passage_id"):
+            pools.setdefault(query_id, []).append(passage_id)
 
     sets: dict[tuple, CandidateSet] = {}
     for query in queries:

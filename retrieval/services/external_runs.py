@@ -25,10 +25,11 @@ from django.db import transaction
 from jobs.progress import Progress, no_progress, throttled
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
-from retrieval.models import Collection, Passage, Query, Retriever, Run, RunQuery
+from retrieval.models import Collection, Passage, Query, Retriever, Run
 
 from .candidates import candidate_sets
-from .runs import RunWriter, relevant_passages
+from .run_writer import RunWriter
+from .runs import relevant_passages
 
 # A query -> its ranked passages with their scores (model instances or primary keys).
 Rankings = Mapping[Query | int, Sequence[tuple[Passage | int, float]]]
@@ -161,7 +162,7 @@ def save_ranked_run(
             parameters={**(parameters or {}), "depth": depth},
             status=Run.Status.RUNNING,
         )
-        writer = RunWriter()
+        writer = RunWriter(run.pk)
         for number, (query, pairs) in enumerate(checked.items()):
             ordered = trec_order(pairs, external_ids)
             rank_of = {passage_id: rank for rank, (passage_id, _) in enumerate(ordered, start=1)}
@@ -170,18 +171,13 @@ def save_ranked_run(
                 for passage_id in relevant.get(query.pk, [])
                 if passage_id in rank_of
             }
-            writer.add(
-                [(run.pk, query.pk, passage_id, rank, score) for rank, (passage_id, score) in enumerate(ordered, 1)],
-                [
-                    RunQuery(
-                        run=run,
-                        query=query,
-                        candidates=max(candidates[query.pk], len(ordered)),
-                        relevant_ranks=relevant_ranks,
-                        gold_rank=min(relevant_ranks.values(), default=None),
-                    )
-                ],
+            writer.add_hits(
+                [query.pk] * len(ordered),
+                [passage_id for passage_id, _ in ordered],
+                range(1, len(ordered) + 1),
+                [score for _, score in ordered],
             )
+            writer.add_query(query.pk, max(candidates[query.pk], len(ordered)), relevant_ranks)
             progress(number / len(checked), f"query {number + 1}/{len(checked)}")
         writer.flush()
         run.status = Run.Status.DONE

@@ -25,6 +25,7 @@ from django.db import models, transaction
 
 from jobs.progress import Progress, no_progress
 
+from ..bulk import insert_rows
 from ..errors import InputError
 from ..input_rules import (
     column_range,
@@ -63,7 +64,7 @@ def _check_length(value: str, limit: int, *, field: str, file: str | None = None
     return value
 
 
-def _check_new_collection(name: str | None) -> str:
+def check_new_collection(name: str | None) -> str:
     name = (name or "").strip()
     if not name:
         raise InputError("a collection name is required", field="collection")
@@ -75,39 +76,166 @@ def _check_new_collection(name: str | None) -> str:
 
 # --- writing -----------------------------------------------------------------------------------
 
+SENTENCE_COLUMNS = ("document_id", "index", "text")
+PASSAGE_COLUMNS = ("collection_id", "document_id", "external_id", "title", "text", "start", "length", "ordinal")
+QUERY_COLUMNS = (
+    "collection_id",
+    "external_id",
+    "text",
+    "left_context",
+    "right_context",
+    "document_id",
+    "quote_length",
+    "split",
+    "metadata",
+    "ordinal",
+)
+QREL_COLUMNS = ("query_id", "passage_id", "relevance")
+POOL_COLUMNS = ("query_id", "passage_id", "position")
 
-def _bulk_create(model: type[models.Model], rows: list, progress: Progress, span: tuple[float, float], message: str):
-    """Insert `rows` in batches, reporting progress across `span` (fractions of the whole import),
-    then refresh the table's planner statistics (retrieval.planner)."""
+
+def _insert(model, columns, rows: list[tuple], progress: Progress, span: tuple[float, float], message: str) -> None:
+    """Insert `rows` (tuples of `columns`) in batches through one statement shape
+    (retrieval.bulk), reporting progress across `span` (fractions of the whole import)."""
     low, high = span
     for offset in range(0, len(rows), BATCH_SIZE):
-        model.objects.bulk_create(rows[offset : offset + BATCH_SIZE])
+        insert_rows(model, columns, rows[offset : offset + BATCH_SIZE])
         done = min(len(rows), offset + BATCH_SIZE)
         progress(low + (high - low) * done / len(rows), f"{message} {done}/{len(rows)}")
-    refresh_statistics(model)
-
-
-def _window_passage(document: Document, sentences: list[str], start: int, length: int, ordinal: int) -> Passage:
-    return Passage(
-        collection_id=document.collection_id,
-        document=document,
-        external_id=window_external_id(document.external_id, start, length),
-        text=" ".join(sentences[start : start + length]),
-        start=start,
-        length=length,
-        ordinal=ordinal,
-    )
-
-
-def _sentence_rows(document: Document, sentences: list[str]) -> list[Sentence]:
-    return [Sentence(document=document, index=index, text=text) for index, text in enumerate(sentences)]
 
 
 def _external_ids(queryset) -> dict[str, int]:
     return dict(queryset.values_list("external_id", "pk"))
 
 
+def refresh_import_statistics() -> None:
+    """The planner's statistics of the tables an import filled (retrieval.planner)."""
+    refresh_statistics(Document, Sentence, Passage, Query, Qrel, PoolEntry)
+
+
+def book_windows(sentences: int) -> list[tuple[int, int]]:
+    """(start, length) of every window of 1..MAX_WINDOW sentences, length-major then start: the
+    import order of a book's passages."""
+    return [(start, length) for length in range(1, MAX_WINDOW + 1) for start in range(sentences - length + 1)]
+
+
+def _insert_windows(
+    document: Document, sentences: list[str], windows: list[tuple[int, int]], passage_offset: int
+) -> None:
+    """The book's sentences and its windows as passages, ordinals from `passage_offset`."""
+    insert_rows(Sentence, SENTENCE_COLUMNS, [(document.pk, index, text) for index, text in enumerate(sentences)])
+    rows = [
+        (
+            document.collection_id,
+            document.pk,
+            window_external_id(document.external_id, start, length),
+            "",
+            " ".join(sentences[start : start + length]),
+            start,
+            length,
+            passage_offset + index,
+        )
+        for index, (start, length) in enumerate(windows)
+    ]
+    insert_rows(Passage, PASSAGE_COLUMNS, rows)
+
+
+def insert_text_book(collection: Collection, book: TextBook, *, ordinal: int, passage_offset: int) -> Document:
+    """A segmented plain-text book: its document, sentences and every 1..5-sentence window."""
+    document = Document.objects.create(
+        collection=collection, external_id=book.external_id, title=book.title, author=book.author, ordinal=ordinal
+    )
+    _insert_windows(document, book.sentences, book_windows(len(book.sentences)), passage_offset)
+    return document
+
+
 # --- import_book -------------------------------------------------------------------------------
+
+
+@dataclass
+class TextBook:
+    """A plain-text book to import: the document's external id (the file name without its
+    extension), title and author, and once segmented its sentences."""
+
+    path: str
+    external_id: str
+    title: str
+    author: str
+    sentences: list[str] = field(default_factory=list)
+
+
+def check_text_book(path: str | Path, title: str, author: str = "") -> TextBook:
+    """A book's metadata checked, before anything is read or written."""
+    path = Path(path)
+    title, author = title.strip(), author.strip()
+    if not title:
+        raise InputError("a title is required", field="title")
+    _check_length(title, _max_length(Document, "title"), field="title")
+    _check_length(author, _max_length(Document, "author"), field="author")
+    external_id = _check_length(path.stem, _max_length(Document, "external_id"), field="path", file=str(path))
+    return TextBook(str(path), external_id, title, author)
+
+
+def book_text(book: TextBook) -> str:
+    """The book's work: its file without Project Gutenberg's header and licence."""
+    text = read_text(Path(book.path))
+    if not text.strip():
+        raise InputError("the file is empty", file=book.path)
+    return strip_gutenberg(text)
+
+
+def check_sentences(book: TextBook) -> None:
+    if not book.sentences:
+        raise InputError("no sentences found in the book's text", file=book.path)
+
+
+def check_distinct_books(books: list[TextBook]) -> None:
+    """Books of one collection need distinct file names (their documents' ids)."""
+    seen = set()
+    for book in books:
+        if book.external_id in seen:
+            raise InputError(f"a second book named '{book.external_id}'", file=book.path, field="path")
+        seen.add(book.external_id)
+
+
+def text_books_summary(name: str, books: list[TextBook]) -> dict:
+    counts = [window_counts(len(book.sentences)) for book in books]
+    return {
+        "collection": name,
+        "books": len(books),
+        "sentences": sum(len(book.sentences) for book in books),
+        "passages": {str(length): sum(count[length] for count in counts) for length in range(1, MAX_WINDOW + 1)},
+    }
+
+
+def insert_text_books(collection: Collection, books: list[TextBook], progress: Progress = no_progress) -> None:
+    """Every segmented book in order, passage ordinals running on across books."""
+    offset = 0
+    for ordinal, book in enumerate(books):
+        check_sentences(book)
+        insert_text_book(collection, book, ordinal=ordinal, passage_offset=offset)
+        offset += len(book_windows(len(book.sentences)))
+        progress((ordinal + 1) / len(books), f"book {ordinal + 1}/{len(books)} stored")
+    refresh_import_statistics()
+
+
+def import_books(
+    books: list[TextBook], *, collection_name: str, source: str = "", progress: Progress = no_progress
+) -> dict:
+    """Plain-text books as one collection, in this process: each book's sentences and every
+    window of 1..5 consecutive sentences as passages (length-major, then start; ordinals run on
+    from book to book). The same rows as the import spread over workers (import_jobs)."""
+    name = check_new_collection(collection_name)
+    check_distinct_books(books)
+    for number, book in enumerate(books):
+        progress(0.7 * number / len(books), f"segmenting book {number + 1}/{len(books)}")
+        book.sentences = split_sentences(book_text(book))
+        check_sentences(book)
+    with transaction.atomic():
+        collection = Collection.objects.create(name=name, kind=Collection.Kind.BOOK, source=source[:500])
+        insert_text_books(collection, books, lambda fraction, message: progress(0.7 + 0.3 * fraction, message))
+    progress(1.0, "done")
+    return text_books_summary(name, books)
 
 
 def import_book(
@@ -118,50 +246,19 @@ def import_book(
     collection_name: str | None = None,
     progress: Progress = no_progress,
 ) -> dict:
-    """One book: its sentences and every window of 1..5 consecutive sentences as passages
-    (length-major, then start: the import order that breaks ranking ties). The document's
-    external id is the file name without its extension."""
-    path = Path(path)
-    title, author = title.strip(), author.strip()
-    if not title:
-        raise InputError("a title is required", field="title")
-    _check_length(title, _max_length(Document, "title"), field="title")
-    _check_length(author, _max_length(Document, "author"), field="author")
-    name = _check_new_collection(collection_name or title)
-    document_id = _check_length(path.stem, _max_length(Document, "external_id"), field="path", file=str(path))
-
-    progress(0.0, "reading")
-    text = read_text(path)
-    if not text.strip():
-        raise InputError("the file is empty", file=str(path))
-    sentences = split_sentences(strip_gutenberg(text))
-    if not sentences:
-        raise InputError("no sentences found in the book's text", file=str(path))
-    progress(0.2, f"{len(sentences)} sentences")
-
-    windows = [(start, length) for length in range(1, MAX_WINDOW + 1) for start in range(len(sentences) - length + 1)]
-    with transaction.atomic():
-        collection = Collection.objects.create(name=name, kind=Collection.Kind.BOOK, source=str(path))
-        document = Document.objects.create(collection=collection, external_id=document_id, title=title, author=author)
-        _bulk_create(Sentence, _sentence_rows(document, sentences), progress, (0.2, 0.3), "sentences")
-        passages = [
-            _window_passage(document, sentences, start, length, ordinal)
-            for ordinal, (start, length) in enumerate(windows)
-        ]
-        _bulk_create(Passage, passages, progress, (0.3, 1.0), "windows")
-    progress(1.0, "done")
-    return {
-        "collection": name,
-        "sentences": len(sentences),
-        "passages": {str(length): count for length, count in window_counts(len(sentences)).items()},
-    }
+    """One book as a collection (named after the title unless given): its sentences and every
+    window of 1..5 consecutive sentences as passages. The document's external id is the file
+    name without its extension."""
+    book = check_text_book(path, title, author)
+    summary = import_books([book], collection_name=collection_name or book.title, source=str(path), progress=progress)
+    return {key: summary[key] for key in ("collection", "sentences", "passages")}
 
 
 # --- import_relic ------------------------------------------------------------------------------
 
 
 @dataclass
-class _RelicQuote:
+class RelicQuote:
     external_id: str
     left: list[str]
     start: int
@@ -170,11 +267,11 @@ class _RelicQuote:
 
 
 @dataclass
-class _RelicBook:
+class RelicBook:
     external_id: str
     sentences: list[str]
     windows: list[tuple[int, int]]  # (start, length), in import order
-    quotes: list[_RelicQuote]
+    quotes: list[RelicQuote]
 
 
 class _JsonChecker:
@@ -215,7 +312,7 @@ class _JsonChecker:
         return _check_length(value, _max_length(model, "external_id"), field=field, file=self.file)
 
 
-def _parse_relic(path: Path) -> list[_RelicBook]:
+def parse_relic(path: Path) -> list[RelicBook]:
     file = str(path)
     data = load_json(read_text(path), file=file, object_pairs_hook=refuse_repeated_keys(file))
     if not isinstance(data, dict):
@@ -226,7 +323,7 @@ def _parse_relic(path: Path) -> list[_RelicBook]:
     return [_parse_relic_book(checker, book_id, book, quote_books) for book_id, book in data.items()]
 
 
-def _parse_relic_book(checker: _JsonChecker, book_id: str, book, quote_books: dict[str, str]) -> _RelicBook:
+def _parse_relic_book(checker: _JsonChecker, book_id: str, book, quote_books: dict[str, str]) -> RelicBook:
     checker.identifier(book_id, book_id or "(empty book id)", Document)
     checker.mapping(book, book_id)
     for key in ("quotes", "sentences", "candidates"):
@@ -264,7 +361,7 @@ def _parse_relic_book(checker: _JsonChecker, book_id: str, book, quote_books: di
         if length not in listed:
             message = f"no '{length}_sentence' list for quote '{quote_id}' of length {length}"
             checker.fail(f"{book_id}.candidates", message)
-        quotes.append(_RelicQuote(quote_id, left, start, length, right))
+        quotes.append(RelicQuote(quote_id, left, start, length, right))
         gold_windows.add((start, length))
 
     windows = []
@@ -272,63 +369,76 @@ def _parse_relic_book(checker: _JsonChecker, book_id: str, book, quote_books: di
         windows += [(start, length) for start in listed[length]]
         present = set(listed[length])
         windows += sorted((start, n) for start, n in gold_windows if n == length and start not in present)
-    return _RelicBook(book_id, sentences, windows, quotes)
+    return RelicBook(book_id, sentences, windows, quotes)
+
+
+def insert_relic_book(
+    collection: Collection, book: RelicBook, *, ordinal: int, passage_offset: int, query_offset: int, split: str
+) -> Document:
+    """One checked RELiC book: its document, sentences, candidate windows (ordinals from
+    `passage_offset`), a query per quote (ordinals from `query_offset`) and each quote's qrel to
+    its gold window."""
+    document = Document.objects.create(
+        collection=collection, external_id=book.external_id, title=book.external_id, ordinal=ordinal
+    )
+    _insert_windows(document, book.sentences, book.windows, passage_offset)
+    queries = [
+        (collection.pk, quote.external_id, "", quote.left, quote.right, document.pk, quote.length, split, {}, number)
+        for number, quote in enumerate(book.quotes, start=query_offset)
+    ]
+    insert_rows(Query, QUERY_COLUMNS, queries)
+    passage_ids = _external_ids(Passage.objects.filter(document=document))
+    query_ids = _external_ids(Query.objects.filter(document=document))
+    qrels = [
+        (query_ids[quote.external_id], passage_ids[window_external_id(book.external_id, quote.start, quote.length)], 1)
+        for quote in book.quotes
+    ]
+    insert_rows(Qrel, QREL_COLUMNS, qrels)
+    return document
+
+
+def relic_offsets(books: list[RelicBook]) -> list[tuple[int, int]]:
+    """Each book's first passage and first query ordinal: they run on from book to book."""
+    offsets, passages, queries = [], 0, 0
+    for book in books:
+        offsets.append((passages, queries))
+        passages += len(book.windows)
+        queries += len(book.quotes)
+    return offsets
 
 
 def import_relic(
     path: str | Path, *, collection_name: str | None = None, split: str = "test", progress: Progress = no_progress
 ) -> dict:
-    """RELiC JSON: one Document per book with its sentences, a Passage per candidate window, a
-    Query per quote (left/right context, quote length, `split`) and a Qrel to its gold window."""
+    """RELiC JSON, in this process: one Document per book with its sentences, a Passage per
+    candidate window, a Query per quote (left/right context, quote length, `split`) and a Qrel to
+    its gold window. The same rows as the import spread over workers (import_jobs)."""
     path = Path(path)
-    name = _check_new_collection(collection_name or path.stem)
+    name = check_new_collection(collection_name or path.stem)
     progress(0.0, "reading")
-    books = _parse_relic(path)
+    books = parse_relic(path)
     progress(0.2, f"{len(books)} books checked")
 
     with transaction.atomic():
         collection = Collection.objects.create(name=name, kind=Collection.Kind.RELIC, source=str(path))
-        sentences, passages, queries = [], [], []
-        for ordinal, book in enumerate(books):
-            document = Document.objects.create(
-                collection=collection, external_id=book.external_id, title=book.external_id, ordinal=ordinal
+        for ordinal, (book, (passages, queries)) in enumerate(zip(books, relic_offsets(books))):
+            insert_relic_book(
+                collection, book, ordinal=ordinal, passage_offset=passages, query_offset=queries, split=split
             )
-            sentences += _sentence_rows(document, book.sentences)
-            passages += [
-                _window_passage(document, book.sentences, start, length, len(passages) + index)
-                for index, (start, length) in enumerate(book.windows)
-            ]
-            queries += [
-                Query(
-                    collection=collection,
-                    external_id=quote.external_id,
-                    left_context=quote.left,
-                    right_context=quote.right,
-                    document=document,
-                    quote_length=quote.length,
-                    split=split,
-                    ordinal=len(queries) + index,
-                )
-                for index, quote in enumerate(book.quotes)
-            ]
-        _bulk_create(Sentence, sentences, progress, (0.2, 0.4), "sentences")
-        _bulk_create(Passage, passages, progress, (0.4, 0.8), "passages")
-        _bulk_create(Query, queries, progress, (0.8, 0.9), "queries")
-        passage_ids = _external_ids(collection.passages)
-        query_ids = _external_ids(collection.queries)
-        qrels = [
-            Qrel(
-                query_id=query_ids[quote.external_id],
-                passage_id=passage_ids[window_external_id(book.external_id, quote.start, quote.length)],
-                relevance=1,
-            )
-            for book in books
-            for quote in book.quotes
-        ]
-        _bulk_create(Qrel, qrels, progress, (0.9, 1.0), "qrels")
+            progress(0.2 + 0.7 * (ordinal + 1) / len(books), f"book {ordinal + 1}/{len(books)} stored")
+        refresh_import_statistics()
     warm_term_counts(collection)
     progress(1.0, "done")
-    return {"collection": name, "books": len(books), "queries": len(queries), "sentences": len(sentences)}
+    return relic_summary(name, books)
+
+
+def relic_summary(name: str, books: list[RelicBook]) -> dict:
+    return {
+        "collection": name,
+        "books": len(books),
+        "queries": sum(len(book.quotes) for book in books),
+        "sentences": sum(len(book.sentences) for book in books),
+    }
 
 
 # --- import_beir -------------------------------------------------------------------------------
@@ -478,7 +588,7 @@ def import_beir(directory: str | Path, *, collection_name: str, progress: Progre
     queries.jsonl -> queries, qrels -> qrels (explicit 0 scores kept), optional pools.jsonl ->
     each query's own candidate pool in the given order."""
     directory = Path(directory)
-    name = _check_new_collection(collection_name)
+    name = check_new_collection(collection_name)
     if not directory.is_dir():
         raise InputError("not a folder", file=str(directory))
     progress(0.0, "reading corpus")
@@ -493,40 +603,38 @@ def import_beir(directory: str | Path, *, collection_name: str, progress: Progre
     with transaction.atomic():
         collection = Collection.objects.create(name=name, kind=Collection.Kind.BEIR, source=str(directory))
         passages = [
-            Passage(
-                collection=collection,
-                external_id=record.external_id,
-                title=record.title,
-                text=record.text,
-                ordinal=ordinal,
-            )
+            (collection.pk, None, record.external_id, record.title, record.text, None, None, ordinal)
             for ordinal, record in enumerate(corpus.values())
         ]
-        _bulk_create(Passage, passages, progress, (0.3, 0.7), "passages")
+        _insert(Passage, PASSAGE_COLUMNS, passages, progress, (0.3, 0.7), "passages")
         query_rows = [
-            Query(
-                collection=collection,
-                external_id=record.external_id,
-                text=record.text,
-                ordinal=ordinal,
-                split=splits.get(record.external_id, "test"),
-                metadata=record.metadata,
+            (
+                collection.pk,
+                record.external_id,
+                record.text,
+                [],
+                [],
+                None,
+                None,
+                splits.get(record.external_id, "test"),
+                record.metadata,
+                ordinal,
             )
             for ordinal, record in enumerate(queries.values())
         ]
-        _bulk_create(Query, query_rows, progress, (0.7, 0.8), "queries")
+        _insert(Query, QUERY_COLUMNS, query_rows, progress, (0.7, 0.8), "queries")
         passage_ids, query_ids = _external_ids(collection.passages), _external_ids(collection.queries)
         qrel_rows = [
-            Qrel(query_id=query_ids[query_id], passage_id=passage_ids[corpus_id], relevance=score)
-            for (query_id, corpus_id), score in qrels.items()
+            (query_ids[query_id], passage_ids[corpus_id], score) for (query_id, corpus_id), score in qrels.items()
         ]
-        _bulk_create(Qrel, qrel_rows, progress, (0.8, 0.9), "qrels")
+        _insert(Qrel, QREL_COLUMNS, qrel_rows, progress, (0.8, 0.9), "qrels")
         pool_rows = [
-            PoolEntry(query_id=query_ids[query_id], passage_id=passage_ids[corpus_id], position=position)
+            (query_ids[query_id], passage_ids[corpus_id], position)
             for query_id, pool in pools.items()
             for position, corpus_id in enumerate(pool)
         ]
-        _bulk_create(PoolEntry, pool_rows, progress, (0.9, 1.0), "pools")
+        _insert(PoolEntry, POOL_COLUMNS, pool_rows, progress, (0.9, 1.0), "pools")
+        refresh_import_statistics()
     warm_term_counts(collection)
     progress(1.0, "done")
     return {"collection": name, "queries": len(queries), "passages": len(corpus), "qrels": len(qrels)}

@@ -15,10 +15,12 @@ from pathlib import Path
 from django.conf import settings
 from django.db import IntegrityError, transaction
 
+from jobs.models import Job
 from retrieval.bm25 import term_counts_key
 from retrieval.errors import InputError
 from retrieval.models import Collection, Run
 from retrieval.services.candidates import candidate_sets
+from retrieval.services.import_status import import_job, import_work_folders
 from retrieval.services.runs import term_counts_folder
 from retrieval.signals import deletion_requested
 
@@ -36,6 +38,9 @@ def deletion_refusals(instance: Collection | Run) -> list[str]:
     unfinished = [run.pk for run in runs if run.status in UNFINISHED]
     if unfinished:
         reasons.append(f"run {', '.join(map(str, unfinished))} has not finished (cancel its job first)")
+    importing = import_job(instance) if isinstance(instance, Collection) else None
+    if importing is not None and importing.status in (Job.Status.PENDING, Job.Status.RUNNING):
+        reasons.append(f"its import (job {importing.pk}) has not finished (cancel its job first)")
     return reasons
 
 
@@ -68,15 +73,15 @@ def rename_collection(collection: Collection, name: str) -> Collection:
 
 
 def collection_cache_paths(collection: Collection) -> list[Path]:
-    """What `collection` keeps on disk: each model's embedding folder for it and the term counts
-    of its candidate sets (those that exist)."""
+    """What `collection` keeps on disk: each model's embedding folder for it, the term counts of
+    its candidate sets (those that exist) and what a failed import on workers left."""
     data = Path(settings.MARGINALIA_DATA_DIR)
     embedding_folders = sorted((data / "embeddings").glob(f"*/collection-{collection.pk}"))
     term_counts = [
         term_counts_folder() / f"{term_counts_key([p.retrieval_text for p in candidate_set.passages()])}.npz"
         for candidate_set in candidate_sets(collection)
     ]
-    return embedding_folders + [path for path in term_counts if path.exists()]
+    return embedding_folders + [path for path in term_counts if path.exists()] + import_work_folders(collection)
 
 
 def delete_collection(collection: Collection) -> dict:

@@ -26,6 +26,16 @@ def delete_results(run: Run, query_ids: list[int] | None = None) -> None:
         RunQuery.objects.filter(run=run, query_id__in=chunk).delete()
 
 
+def has_results(run: Run, query_ids: list[int]) -> bool:
+    """Whether the run stored anything for these queries (reads only: a shard's first attempt
+    need not take the database's write lock to delete nothing)."""
+    return any(
+        Hit.objects.filter(run=run, query_id__in=chunk).exists()
+        or RunQuery.objects.filter(run=run, query_id__in=chunk).exists()
+        for chunk in chunks(query_ids)
+    )
+
+
 def settle_run(run: Run, status: str) -> None:
     """A run that stopped before the end keeps no hits: mark it failed or cancelled and remove
     what was written."""

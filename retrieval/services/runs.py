@@ -1,18 +1,21 @@
 """Runs: a retriever applied to a collection's queries, ranked per candidate set and stored.
 
-Every retriever goes through the same ranking: a stable sort by descending score (ties keep the
-candidate set's order), the top `depth` hits stored, and each query's relevant passages ranked
-exactly over the whole candidate set, so mean rank and recall stay exact beyond the depth.
+Every retriever goes through the same ranking, trec_eval's (retrieval/ranking.py): score
+descending, equal scores by passage id descending; the top `depth` hits stored, and each query's
+relevant passages ranked exactly over the whole candidate set, so mean rank and recall stay exact
+beyond the depth. Scores are ranked block by block while they are still in the CPU's cache, and
+stored through retrieval/services/run_writer.py at the database's insert speed.
 """
 
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from jobs.errors import JobCancelled
@@ -20,20 +23,24 @@ from jobs.models import Job
 from jobs.progress import Progress, no_progress, throttled
 from jobs.services import create_job, dispatch_children, finish_job
 from retrieval.bm25 import DEFAULT_B, DEFAULT_K1, BM25Scorer, cached_term_counts, validate_parameters, worth_caching
+from retrieval.chunks import chunks
 from retrieval.errors import InputError
 from retrieval.metrics import evaluate_run
-from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
+from retrieval.models import Collection, Document, Hit, Qrel, Query, Retriever, Run, RunQuery
 from retrieval.planner import refresh_statistics
+from retrieval.ranking import ranks_of, tie_break, top_ranked
 from retrieval.scoring import Scorer, query_text
 from retrieval.selectors import registered_dense_retriever
 
-from .candidates import CandidateSet, PassageRow, candidate_sets
-from .run_status import delete_results, settle_run
+from .candidates import CandidateSet, PassageRow, candidate_sets, load_passages
+from .import_status import unimported_reason
+from .run_status import delete_results, has_results, settle_run
+from .run_writer import RunWriter
 
 DEFAULT_CONTEXT = (4, 4)
 DEFAULT_DEPTH = 100
-# Score matrices are computed for at most this many (query, passage) cells at a time (64 MB by
-# default; MARGINALIA_SCORE_CELLS bounds the memory of one batch, on a GPU too).
+# Score matrices are computed and ranked for at most this many (query, passage) cells at a time
+# (2 MiB by default: MARGINALIA_SCORE_CELLS).
 MAX_SCORE_CELLS = settings.MARGINALIA_SCORE_CELLS
 
 
@@ -72,11 +79,12 @@ def term_counts_folder() -> Path:
     return Path(settings.MARGINALIA_DATA_DIR) / "bm25"
 
 
-def warm_term_counts(collection: Collection) -> int:
-    """Tokenise the collection's candidate sets now (after an import), so that its first run
-    only loads them; sets too small to be worth caching are left to the run. Returns how many
-    sets were counted."""
-    sets = [candidate_set for candidate_set in candidate_sets(collection) if worth_caching(candidate_set.size())]
+def warm_term_counts(collection: Collection, document: Document | None = None) -> int:
+    """Tokenise the collection's candidate sets now (after an import; those of one book's
+    queries with `document`), so that its first run only loads them; sets too small to be worth
+    caching are left to the run. Returns how many sets were counted."""
+    queries = None if document is None else collection.queries.filter(document=document).order_by("ordinal")
+    sets = [s for s in candidate_sets(collection, queries) if worth_caching(s.size())]
     for candidate_set in sets:
         cached_term_counts([passage.retrieval_text for passage in candidate_set.passages()], term_counts_folder())
     return len(sets)
@@ -115,6 +123,8 @@ def create_run(
         raise InputError(f"must be at least 1, got {depth}", field="depth")
     if not collection.queries.exists():
         raise InputError(NO_QUERIES.format(name=collection.name), field="collection")
+    if reason := unimported_reason(collection):
+        raise InputError(f"{reason}; rank it once the import has finished", field="collection")
     warnings = []
     if not collection_has_context(collection):
         if context_left or context_right:
@@ -150,77 +160,22 @@ def collection_has_context(collection: Collection) -> bool:
     return collection.queries.exclude(left_context=[], right_context=[]).exists()
 
 
-def ranking(scores: np.ndarray, depth: int) -> np.ndarray:
-    """Indexes of the top `depth` scores, best first; equal scores keep their index order. Only
-    the scores that can reach the top are sorted."""
-    depth = min(depth, len(scores))
-    if depth == 0:
-        return np.zeros(0, dtype=np.int64)
-    threshold = np.partition(scores, len(scores) - depth)[len(scores) - depth]
-    contenders = np.flatnonzero(scores >= threshold)
-    return contenders[np.argsort(-scores[contenders], kind="stable")][:depth]
-
-
-def rank_of(scores: np.ndarray, index: int) -> int:
-    """The 1-based rank `ranking` gives candidate `index`, counted over every candidate."""
-    score = scores[index]
-    return int(np.count_nonzero(scores > score) + np.count_nonzero(scores[:index] == score)) + 1
-
-
-def relevant_passages(collection: Collection) -> dict[int, list[int]]:
-    """Query id -> ids of its passages with relevance > 0."""
+def relevant_passages(collection: Collection, query_ids: list[int] | None = None) -> dict[int, list[int]]:
+    """Query id -> ids of its passages with relevance > 0 (of `query_ids` only, when given)."""
+    qrels = Qrel.objects.filter(query__collection=collection, relevance__gt=0)
+    batches = [qrels] if query_ids is None else [qrels.filter(query_id__in=chunk) for chunk in chunks(query_ids)]
     relevant: dict[int, list[int]] = {}
-    for query_id, passage_id in Qrel.objects.filter(query__collection=collection, relevance__gt=0).values_list(
-        "query_id", "passage_id"
-    ):
-        relevant.setdefault(query_id, []).append(passage_id)
+    for batch in batches:
+        for query_id, passage_id in batch.values_list("query_id", "passage_id"):
+            relevant.setdefault(query_id, []).append(passage_id)
     return relevant
 
 
-def insert_hits(rows: list[tuple[int, int, int, int, float]]) -> None:
-    """The fastest bulk insert each database offers, without building a model instance per hit
-    (that costs more than all of BM25's scoring on a collection-wide set): COPY on Postgres
-    (psycopg 3 sends floats exactly, as their shortest repr), one executemany elsewhere."""
-    quote = connection.ops.quote_name
-    columns = ", ".join(quote(column) for column in ("run_id", "query_id", "passage_id", "rank", "score"))
-    table = quote(Hit._meta.db_table)
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            with cursor.cursor.copy(f"COPY {table} ({columns}) FROM STDIN") as copy:
-                for row in rows:
-                    copy.write_row(row)
-        else:
-            cursor.executemany(f"INSERT INTO {table} ({columns}) VALUES (%s, %s, %s, %s, %s)", rows)
-
-
-class RunWriter:
-    """Buffers a run's hits and gold ranks and writes them in few transactions: a commit per
-    candidate set would cost more than ranking a BIRCO pool. The buffer is bounded, so memory
-    stays bounded by FLUSH_ROWS, not by the run or the shard."""
-
-    FLUSH_ROWS = 200_000
-
-    def __init__(self):
-        self.hit_rows: list[tuple[int, int, int, int, float]] = []
-        self.run_queries: list[RunQuery] = []
-
-    def add(self, hit_rows: list[tuple[int, int, int, int, float]], run_queries: list[RunQuery]) -> None:
-        self.hit_rows += hit_rows
-        self.run_queries += run_queries
-        if len(self.hit_rows) >= self.FLUSH_ROWS:
-            self.flush()
-
-    def flush(self) -> None:
-        with transaction.atomic():
-            insert_hits(self.hit_rows)
-            RunQuery.objects.bulk_create(self.run_queries, batch_size=1000)
-        self.hit_rows, self.run_queries = [], []
-
-
-def _query_batch(candidate_set: CandidateSet, passages: int) -> int:
-    """How many of the set's queries are scored at once: a score matrix of at most
-    MAX_SCORE_CELLS cells. Shards split a set only at multiples of it, so a sharded run scores
-    exactly the batches the run in one piece scores."""
+def _query_batch(passages: int) -> int:
+    """How many of a set's queries are scored and ranked at once: a block of at most
+    MAX_SCORE_CELLS scores, small enough to stay in the CPU's cache between scoring a row and
+    selecting its top hits (a block as large as memory allows was slower per query than one
+    query at a time)."""
     return max(1, MAX_SCORE_CELLS // max(1, passages))
 
 
@@ -228,128 +183,138 @@ def _rank_candidate_set(
     run: Run,
     scorer: Scorer,
     candidate_set: CandidateSet,
+    passages: list[PassageRow],
+    query_texts: list[str],
     relevant: dict[int, list[int]],
     writer: RunWriter,
     progress: Progress,
 ) -> None:
-    """Score and rank one candidate set's queries; hand their hits and gold ranks to `writer`.
-    Progress (the job's heartbeat) is reported after every batch of queries."""
-    parameters = run.parameters
-    passages: list[PassageRow] = candidate_set.passages()
+    """Score and rank one candidate set's queries block by block; hand their hits and the exact
+    ranks of their relevant passages to `writer`. Ties follow trec_eval (retrieval.ranking).
+    Progress (the job's heartbeat) is reported after every block."""
+    depth = run.parameters["depth"]
     passage_ids = np.fromiter((passage.pk for passage in passages), dtype=np.int64, count=len(passages))
     column_of = {int(passage_id): column for column, passage_id in enumerate(passage_ids.tolist())}
+    key = tie_break([passage.external_id for passage in passages])
     queries = candidate_set.queries
-    batch = _query_batch(candidate_set, len(passages))
+    batch = _query_batch(len(passages))
     for offset in range(0, len(queries), batch):
         chunk = queries[offset : offset + batch]
-        texts = [
-            query_text(query, parameters["context_left"], parameters["context_right"], scorer.mask_token)
-            for query in chunk
-        ]
         scores = scorer.score(
-            texts,
+            query_texts[offset : offset + batch],
             passages,
             # Called while this chunk is scored, so it sees this iteration's offset and chunk.
             lambda fraction, message: progress((offset + fraction * len(chunk)) / len(queries), message),  # noqa: B023
         )
-        hit_rows, run_queries = [], []
-        for query, row in zip(chunk, scores):
-            top = ranking(row, parameters["depth"])
-            hit_rows.extend(
-                zip(
-                    [run.pk] * len(top),
-                    [query.pk] * len(top),
-                    passage_ids[top].tolist(),
-                    range(1, len(top) + 1),
-                    row[top].tolist(),
-                )
-            )
-            relevant_ranks = {
-                str(passage_id): rank_of(row, column_of[passage_id])
-                for passage_id in relevant.get(query.pk, [])
-                if passage_id in column_of
-            }
-            run_queries.append(
-                RunQuery(
-                    run=run,
-                    query=query,
-                    candidates=len(passages),
-                    relevant_ranks=relevant_ranks,
-                    gold_rank=min(relevant_ranks.values(), default=None),
-                )
-            )
-        writer.add(hit_rows, run_queries)
+        top = top_ranked(scores, depth, key)
+        query_ids = np.fromiter((query.pk for query in chunk), dtype=np.int64, count=len(chunk))
+        writer.add_ranked(query_ids, passage_ids[top], np.take_along_axis(scores, top, axis=1))
+        inside = [[passage for passage in relevant.get(query.pk, ()) if passage in column_of] for query in chunk]
+        ranks = ranks_of(scores, [[column_of[passage_id] for passage_id in ids] for ids in inside], key)
+        for query, ids, query_ranks in zip(chunk, inside, ranks):
+            writer.add_query(query.pk, len(passages), dict(zip(map(str, ids), query_ranks)))
         done = offset + len(chunk)
         progress(done / len(queries), f"{done}/{len(queries)} queries")
 
 
-# A piece of a run: (candidate set index, first query, end query) over candidate_sets(collection).
-Piece = tuple[int, int, int]
-
-
-def _whole(sets: list[CandidateSet]) -> list[Piece]:
-    return [(number, 0, len(candidate_set.queries)) for number, candidate_set in enumerate(sets)]
-
-
-def _set_size(candidate_set: CandidateSet) -> int:
-    return len(candidate_set.pool) if candidate_set.pool is not None else candidate_set.queryset.count()
-
-
-def plan_shards(sets: list[CandidateSet], shards: int) -> list[list[Piece]]:
-    """Split a run into at most `shards` parts of about equal cost (queries x candidates).
-    Candidate sets stay whole where they can (one index or one encoding per set); a set costing
-    more than one part is split by query batches, at multiples of the batch the run in one piece
-    scores, so every part computes exactly what the whole would. Parts keep the sets' order."""
-    sizes = [_set_size(candidate_set) for candidate_set in sets]
-    units: list[tuple[Piece, int]] = []
-    for number, (candidate_set, size) in enumerate(zip(sets, sizes)):
-        queries = len(candidate_set.queries)
-        units.append(((number, 0, queries), queries * max(1, size)))
+def plan_shards(sets: list[CandidateSet], shards: int) -> list[list[int]]:
+    """Split a run into at most `shards` parts of about equal cost (queries x candidates), each
+    given as its queries' ids, in order. Candidate sets stay whole where they can (one index per
+    set); a set costing more than one part is split by its queries. A shard then loads only its
+    own queries and their sets (`shard_sets`), not the collection's. BM25 scores each query on
+    its own, so every part computes exactly what the whole would; a dense part encodes its own
+    queries in its own batches, and which texts share a batch moves an embedding by float32
+    rounding (about 1e-7). Parts keep the sets' order."""
+    units = [
+        (candidate_set.queries, len(candidate_set.queries) * max(1, candidate_set.size())) for candidate_set in sets
+    ]
     total = sum(cost for _, cost in units)
     if not units or shards <= 1 or total == 0:
-        return [[piece for piece, _ in units]]
+        return [[query.pk for queries, _ in units for query in queries]]
     target = total / shards
-    split: list[tuple[Piece, int]] = []
-    for (number, _, queries), cost in units:
-        batch = _query_batch(sets[number], sizes[number])
-        parts = min(-(-queries // batch), max(1, round(cost / target)))
-        step = -(-queries // parts)
-        step = -(-step // batch) * batch  # rounded up to whole batches
-        for start in range(0, queries, step):
-            stop = min(queries, start + step)
-            split.append(((number, start, stop), cost * (stop - start) // max(1, queries)))
-    plan: list[list[Piece]] = [[] for _ in range(shards)]
-    cumulative = 0
-    for piece, cost in split:
-        middle = cumulative + cost / 2
-        plan[min(shards - 1, int(middle / target))].append(piece)
+    pieces: list[tuple[list[Query], float]] = []
+    for queries, cost in units:
+        parts = min(len(queries), max(1, round(cost / target)))
+        step = -(-len(queries) // parts)
+        pieces += [
+            (queries[start : start + step], cost * len(queries[start : start + step]) / len(queries))
+            for start in range(0, len(queries), step)
+        ]
+    plan: list[list[int]] = [[] for _ in range(shards)]
+    cumulative = 0.0
+    for queries, cost in pieces:
+        plan[min(shards - 1, int((cumulative + cost / 2) / target))] += [query.pk for query in queries]
         cumulative += cost
     return [part for part in plan if part]
 
 
-def _rank_pieces(run: Run, sets: list[CandidateSet], pieces: list[Piece], progress: Progress) -> int:
-    """Rank the queries of `pieces` and store their hits; returns how many queries. Progress is
-    the share of the pieces' cost done."""
+def shard_sets(collection: Collection, query_ids: list[int]) -> list[CandidateSet]:
+    """The candidate sets of a shard's queries, loaded without the rest of the collection's."""
+    loaded: dict[int, Query] = {}
+    for chunk in chunks(query_ids):
+        loaded.update((query.pk, query) for query in collection.queries.filter(pk__in=chunk))
+    return candidate_sets(collection, [loaded[query_id] for query_id in query_ids])
+
+
+# Passages of many small candidate sets (BIRCO pools) are loaded and prepared together up to this
+# many pool entries: a dense run encodes them in one call instead of a batch per pool.
+GROUP_POOL_ENTRIES = 50_000
+
+
+def _groups(work: list[CandidateSet]) -> Iterator[range]:
+    """Positions of consecutive candidate sets that share one passage preparation: pools up to
+    GROUP_POOL_ENTRIES entries together; a book's windows or a whole collection alone."""
+    start, entries = 0, 0
+    for position, candidate_set in enumerate(work):
+        if candidate_set.pool is None:
+            if start < position:
+                yield range(start, position)
+            yield range(position, position + 1)
+            start, entries = position + 1, 0
+            continue
+        entries += len(candidate_set.pool)
+        if entries >= GROUP_POOL_ENTRIES:
+            yield range(start, position + 1)
+            start, entries = position + 1, 0
+    if start < len(work):
+        yield range(start, len(work))
+
+
+def _rank_sets(run: Run, work: list[CandidateSet], relevant: dict[int, list[int]], progress: Progress) -> int:
+    """Rank the queries of the candidate sets `work` and store their hits and the ranks of their
+    `relevant` passages; returns how many queries. The scorer is first told every query (a dense
+    run encodes them once, in length-sorted batches across candidate sets), then each group's
+    passages (encoded or read from the cache at once), then the sets are scored one by one.
+    Progress is the share of the sets done."""
     scorer = scorer_for(run.retriever, run.parameters)
     if run.retriever.kind == Retriever.Kind.DENSE:
         # The prompts actually used (the model's own when none was given) stay with the run; every
         # shard resolves the same ones.
         run.parameters.update(scorer.prompts)
         Run.objects.filter(pk=run.pk).update(parameters=run.parameters)
-    relevant = relevant_passages(run.collection)
-    writer = RunWriter()
-    for number, (set_index, start, stop) in enumerate(pieces):
-        whole = sets[set_index]
-        candidate_set = CandidateSet(whole.description, whole.queries[start:stop], whole.queryset, whole.pool)
+    writer = RunWriter(run.pk)
+    left, right = run.parameters["context_left"], run.parameters["context_right"]
+    texts = [[query_text(query, left, right, scorer.mask_token) for query in part.queries] for part in work]
+    scorer.prepare([text for part in texts for text in part], [], lambda fraction, message: progress(0.0, message))
+    for group in _groups(work):
+        group_passages = load_passages([work[number] for number in group])
+        at = group.start / len(work)
+        scorer.prepare(
+            [],
+            [passage for passages in group_passages for passage in passages],
+            lambda fraction, message, at=at: progress(at, message),
+        )
+        for number, passages in zip(group, group_passages):
+            candidate_set = work[number]
 
-        def report(fraction: float, message: str, number=number, candidate_set=candidate_set) -> None:
-            label = f"set {number + 1}/{len(pieces)} ({candidate_set.description})"
-            progress((number + fraction) / len(pieces), f"{label}: {message}" if message else label)
+            def report(fraction: float, message: str, number=number, candidate_set=candidate_set) -> None:
+                label = f"set {number + 1}/{len(work)} ({candidate_set.description})"
+                progress((number + fraction) / len(work), f"{label}: {message}" if message else label)
 
-        report(0.0, "")
-        _rank_candidate_set(run, scorer, candidate_set, relevant, writer, report)
+            report(0.0, "")
+            _rank_candidate_set(run, scorer, candidate_set, passages, texts[number], relevant, writer, report)
     writer.flush()
-    return sum(stop - start for _, start, stop in pieces)
+    return sum(len(part.queries) for part in work)
 
 
 def _finish(run: Run, seconds: float) -> Run:
@@ -377,7 +342,7 @@ def execute_run(run: Run, progress: Progress = no_progress) -> Run:
     progress = throttled(progress)
     try:
         sets = candidate_sets(run.collection)
-        _rank_pieces(run, sets, _whole(sets), progress)
+        _rank_sets(run, sets, relevant_passages(run.collection), progress)
     except BaseException as exc:
         settle_run(run, Run.Status.CANCELLED if isinstance(exc, JobCancelled) else Run.Status.FAILED)
         raise
@@ -387,20 +352,19 @@ def execute_run(run: Run, progress: Progress = no_progress) -> Run:
     return run
 
 
-def execute_shard(run: Run, pieces: list[Piece], progress: Progress = no_progress) -> dict:
-    """One shard of a run queued on workers: rank the queries of `pieces` and store their hits.
+def execute_shard(run: Run, query_ids: list[int], progress: Progress = no_progress) -> dict:
+    """One shard of a run queued on workers: rank the queries `query_ids` and store their hits.
     A retried shard first removes what an earlier attempt wrote; a shard that stops removes its
     own hits (the run's may already have been removed when the whole was failed or cancelled)."""
     if not Run.objects.filter(pk=run.pk, status__in=[Run.Status.PENDING, Run.Status.RUNNING]).exists():
         raise JobCancelled(f"run {run.pk} is no longer running")
     Run.objects.filter(pk=run.pk, status=Run.Status.PENDING).update(status=Run.Status.RUNNING)
     progress = throttled(progress)
-    sets = candidate_sets(run.collection)
-    pieces = [tuple(piece) for piece in pieces]
-    query_ids = [query.pk for index, start, stop in pieces for query in sets[index].queries[start:stop]]
-    delete_results(run, query_ids)
+    if has_results(run, query_ids):  # an earlier attempt's; a first attempt writes nothing here
+        delete_results(run, query_ids)
     try:
-        queries = _rank_pieces(run, sets, pieces, progress)
+        relevant = relevant_passages(run.collection, query_ids)
+        queries = _rank_sets(run, shard_sets(run.collection, query_ids), relevant, progress)
     except BaseException:
         delete_results(run, query_ids)
         raise
@@ -460,7 +424,7 @@ def start_run_async(
         dispatch_children(
             job,
             tasks.run_bm25 if is_bm25 else tasks.run_dense,
-            [[run.pk, [list(piece) for piece in part]] for part in plan],
+            [[run.pk, part] for part in plan],
             max_attempts=1 + settings.MARGINALIA_SHARD_RETRIES,
         )
     return run

@@ -229,6 +229,16 @@ def test_the_dashboard_form_queues_an_upload_and_shows_a_refusal_as_one_line(sta
     assert f'<p class="error upload-error" role="alert">{one_line}</p>' in refused.content.decode()
 
 
+def test_without_a_task_queue_the_dashboard_upload_says_so_and_keeps_nothing(staff_client, tmp_path, broker_down):
+    archive = zip_folder(beir_folder(tmp_path), tmp_path / "tiny-beir.zip")
+
+    refused = staff_client.post(reverse("dashboard-upload"), {"kind": "beir", "file": upload_file(archive)})
+
+    assert refused.status_code == 503
+    assert "cannot be reached" in refused.content.decode() and 'class="error upload-error"' in refused.content.decode()
+    assert not Job.objects.exists() and not list(uploads.upload_folder().glob("*"))
+
+
 @pytest.mark.parametrize("who", ["anonymous", "annotator"])
 def test_annotators_and_visitors_cannot_upload(client, tmp_path, who):
     book = SimpleUploadedFile("tale.txt", b"One sentence.")

@@ -59,3 +59,18 @@ def test_annotators_and_anonymous_visitors_start_no_report_job(large_study):
     assert api_client(make_annotator()).get(report_url(large_study)).status_code == 403
     assert api_client().get(report_url(large_study)).status_code in (401, 403)
     assert not Job.objects.filter(kind="report").exists()
+
+
+def test_without_a_task_queue_the_page_of_a_large_study_says_so_instead_of_failing(large_study, broker_down):
+    staff = make_user(staff=True)
+    client = api_client(staff)
+    client.force_login(staff)
+
+    response = client.get(f"/studies/{large_study.pk}/report/")
+
+    page = response.content.decode()
+    assert response.status_code == 503 and 'role="alert"' in page
+    assert "task queue cannot be reached" in page and "Start Redis and a worker" in page
+    assert f"Study report: {large_study.name}" in page  # the page itself, with its navigation
+    assert not Job.objects.exists()
+    assert client.get(report_url(large_study)).status_code == 503  # as the API says

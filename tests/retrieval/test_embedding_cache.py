@@ -181,3 +181,43 @@ def test_shards_on_two_processes_encode_shared_passages_once(tmp_path):
     assert sorted(log.read_text().splitlines()) == sorted(f"window {pk}" for pk in range(20))
     vectors = embedding_cache.EmbeddingCache(tmp_path / "cache", "model").embeddings(passages, pytest.fail)
     assert vectors.shape == (20, 3)
+
+
+def _hold_a_claim(root, keys, held, release) -> None:
+    """Another worker encoding `keys`: it holds their claim until told to release it."""
+    with embedding_cache.EmbeddingCache(root, "model")._claimed(keys, collection_id=1):
+        held.set()
+        release.wait(60)
+
+
+def _ask_for(root, passages) -> None:
+    embedding_cache.EmbeddingCache(root, "model").embeddings(
+        passages, lambda texts: np.ones((len(texts), 3), np.float32)
+    )
+
+
+def test_a_worker_encoding_other_passages_of_the_same_book_does_not_wait_for_another(tmp_path):
+    """The lock claims the passages being encoded, not their book: while another worker holds the
+    claim on windows 0-9 of book 7, windows 10-19 of the same book are encoded at once, and
+    asking for windows 0-9 waits until that claim is released."""
+    first, second = ([PassageStub(pk, 1, 7, f"window {pk}") for pk in range(start, start + 10)] for start in (0, 10))
+    keys = sorted((passage.pk, embedding_cache.text_digest(passage.retrieval_text)) for passage in first)
+    root, context = tmp_path / "cache", multiprocessing.get_context("fork")
+    held, release = context.Event(), context.Event()
+    holder = context.Process(target=_hold_a_claim, args=(root, keys, held, release))
+    holder.start()
+    assert held.wait(60)
+
+    other = context.Process(target=_ask_for, args=(root, second))
+    waiting = context.Process(target=_ask_for, args=(root, first))
+    other.start(), waiting.start()
+    other.join(timeout=60)
+    waiting.join(timeout=1)
+    assert other.exitcode == 0 and waiting.exitcode is None  # the claim on windows 0-9 is still held
+    release.set()
+    waiting.join(timeout=60)
+    holder.join(timeout=60)
+
+    assert waiting.exitcode == 0 and holder.exitcode == 0
+    vectors = embedding_cache.EmbeddingCache(root, "model").embeddings(first + second, pytest.fail)
+    assert vectors.shape == (20, 3)

@@ -259,7 +259,7 @@ def test_n_rodcg_of_a_stored_run_credits_neighbouring_windows():
     add_qrels(query, {collection.passages.get(external_id="pp:5:1"): 1})
     run = execute_run(create_run(collection, get_or_create_retriever("bm25")))
     top = [hit.passage.start for hit in run.hits.filter(query=query).order_by("rank")[:10]]
-    assert top[:2] == [4, 6]
+    assert top[:2] == [6, 4]  # tied: window ids descending, as trec_eval orders ties
 
     report = evaluate_run(run)
 

@@ -54,14 +54,15 @@ def test_pride_and_prejudice_windows_rank_exactly_like_rank_bm25(shared_data):
 
     run = execute_run(create_run(collection, get_or_create_retriever("bm25", k1=0.5, b=0.9), depth=100))
 
-    windows = list(collection.passages.filter(length=1).order_by("start").values_list("pk", "text"))
-    reference = BM25Okapi([tokenize(text) for _, text in windows], k1=0.5, b=0.9).get_scores(
+    windows = list(collection.passages.filter(length=1).order_by("start").values_list("pk", "text", "external_id"))
+    reference = BM25Okapi([tokenize(text) for _, text, _ in windows], k1=0.5, b=0.9).get_scores(
         tokenize(" ".join(texts[gold_start - 4 : gold_start] + texts[gold_start + 1 : gold_start + 5]))
     )
-    order = sorted(range(len(windows)), key=lambda index: (-reference[index], index))
+    # trec_eval's order: score descending, then id descending.
+    order = sorted(range(len(windows)), key=lambda index: (reference[index], windows[index][2]), reverse=True)
     hits = list(run.hits.order_by("rank").values_list("passage_id", "score"))
     assert hits == [(windows[index][0], reference[index]) for index in order[:100]]
-    gold_index = next(index for index, (pk, _) in enumerate(windows) if pk == gold.pk)
+    gold_index = next(index for index, (pk, _, _) in enumerate(windows) if pk == gold.pk)
     assert RunQuery.objects.get(run=run).gold_rank == order.index(gold_index) + 1
 
 

@@ -123,16 +123,16 @@ def test_cancelling_a_running_run_stops_it_at_its_next_batch_and_removes_its_hit
     monkeypatch.setattr(runs.RunWriter, "FLUSH_ROWS", 1)
     monkeypatch.setattr(runs, "throttled", lambda progress: progress)
     collection = make_relic_collection(12)
-    real_add = runs.RunWriter.add
+    real_add = runs.RunWriter.add_ranked
     hits_when_cancelled = []
 
-    def add_then_cancel(writer, hit_rows, run_queries):
-        real_add(writer, hit_rows, run_queries)
+    def add_then_cancel(writer, *block):
+        real_add(writer, *block)
         if not hits_when_cancelled:
             hits_when_cancelled.append(Hit.objects.count())
             request_cancel(Job.objects.get(kind="retrieve"))
 
-    monkeypatch.setattr(runs.RunWriter, "add", add_then_cancel)
+    monkeypatch.setattr(runs.RunWriter, "add_ranked", add_then_cancel)
 
     with django_capture_on_commit_callbacks(execute=True):
         run = start_run_async(collection, get_or_create_retriever("bm25"), shards=1)
@@ -150,13 +150,13 @@ def test_a_run_reports_progress_and_heartbeat_after_every_batch_of_queries(monke
     collection = make_relic_collection(6)
     job = Job.objects.create(kind="retrieve", status=Job.Status.PENDING)
     beats = []
-    real_add = runs.RunWriter.add
+    real_add = runs.RunWriter.add_ranked
 
-    def add(writer, hit_rows, run_queries):
-        real_add(writer, hit_rows, run_queries)
+    def add(writer, *block):
+        real_add(writer, *block)
         beats.append(Job.objects.get(pk=job.pk).heartbeat_at)
 
-    monkeypatch.setattr(runs.RunWriter, "add", add)
+    monkeypatch.setattr(runs.RunWriter, "add_ranked", add)
 
     run = create_run(collection, get_or_create_retriever("bm25"))
     execute(job.pk, lambda progress: runs.run_summary(execute_run(run, progress)))

@@ -1,5 +1,6 @@
-"""Runs: every query ranked against its candidate set, by descending score with ties in candidate
-order, the top `depth` hits stored, and the gold's rank kept exactly even beyond the depth."""
+"""Runs: every query ranked against its candidate set, by descending score with ties by passage id
+descending (trec_eval's rule), the top `depth` hits stored, and the gold's rank kept exactly even
+beyond the depth."""
 
 import io
 from types import SimpleNamespace
@@ -15,14 +16,13 @@ from jobs import progress as job_progress_module
 from retrieval.bm25 import tokenize
 from retrieval.errors import InputError
 from retrieval.models import Collection, Hit, Retriever, Run, RunQuery
+from retrieval.ranking import ranks_of, tie_break, top_ranked
 from retrieval.services import runs
 from retrieval.services.runs import (
     create_run,
     execute_run,
     get_or_create_retriever,
     parse_context,
-    rank_of,
-    ranking,
 )
 from tests.factories import (
     add_pool,
@@ -30,6 +30,7 @@ from tests.factories import (
     call_json_command,
     make_book,
     make_collection,
+    make_relic_collection,
     make_text_passages,
     make_text_query,
 )
@@ -53,9 +54,9 @@ def stored_ranking(run, query):
 
 
 def reference_ranking(texts, ids, query_text):
-    """rank_bm25's scores, sorted by score descending with ties in candidate order."""
+    """rank_bm25's scores, sorted as trec_eval sorts: score descending, then id descending."""
     scores = BM25Okapi([tokenize(text) for text in texts], k1=0.5, b=0.9).get_scores(tokenize(query_text))
-    order = sorted(range(len(ids)), key=lambda index: (-scores[index], index))
+    order = sorted(range(len(ids)), key=lambda index: (scores[index], ids[index]), reverse=True)
     return [(ids[index], scores[index]) for index in order]
 
 
@@ -93,7 +94,7 @@ def test_a_bm25_run_stores_rank_bm25s_ranking_and_exact_gold_ranks_beyond_the_de
 
 
 @pytest.mark.django_db
-def test_equal_scores_keep_import_order_and_pool_order():
+def test_equal_scores_rank_by_passage_id_descending_in_a_collection_and_in_a_pool():
     collection = make_collection()
     texts = ["same words", "other", "same words", "unrelated", "nothing", "more text", "same words", "x"]
     passages = make_text_passages(collection, texts)
@@ -103,9 +104,9 @@ def test_equal_scores_keep_import_order_and_pool_order():
 
     run = bm25_run(collection)
 
-    tied_first = ["d0", "d2", "d6"]
-    assert [external_id for external_id, _ in stored_ranking(run, whole)] == [*tied_first, "d1", "d3", "d4", "d5", "d7"]
-    assert [external_id for external_id, _ in stored_ranking(run, pooled)] == ["d6", "d0", "d1", "d3", "d4", "d5", "d7"]
+    tied_first = ["d6", "d2", "d0"]
+    assert [external_id for external_id, _ in stored_ranking(run, whole)] == [*tied_first, "d7", "d5", "d4", "d3", "d1"]
+    assert [external_id for external_id, _ in stored_ranking(run, pooled)] == ["d6", "d0", "d7", "d5", "d4", "d3", "d1"]
 
 
 @pytest.mark.django_db
@@ -191,6 +192,7 @@ def test_a_failing_run_is_marked_failed_and_keeps_no_hits(monkeypatch):
 
     class BreaksOnSecondSet:
         mask_token = None
+        prepare = scorer.prepare
 
         def score(self, queries, candidates, progress):
             calls.append(len(candidates))
@@ -220,12 +222,50 @@ def test_a_run_is_executed_once_only():
     assert Hit.objects.filter(run=run).count() == len(TEXTS)
 
 
-@given(st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, 3.0]), max_size=40), st.integers(1, 50))
-def test_ranking_is_a_stable_descending_sort_cut_at_the_depth(scores, depth):
-    scores = np.array(scores)
-    full = sorted(range(len(scores)), key=lambda index: (-scores[index], index))
-    assert ranking(scores, depth).tolist() == full[:depth]
-    assert [rank_of(scores, index) for index in full] == list(range(1, len(scores) + 1))
+@pytest.mark.django_db
+def test_scoring_one_query_per_block_or_all_at_once_stores_the_same_hits_bit_for_bit(monkeypatch):
+    """Blocks only bound how many scores are ranked at once: the hits, their exact scores and the
+    gold ranks are the same for any block size, and equal rank_bm25's."""
+    collection = make_relic_collection(12, book_sentences=300)
+    stored = []
+    for cells in (1, 10**9):
+        monkeypatch.setattr(runs, "MAX_SCORE_CELLS", cells)
+        run = bm25_run(collection, context_left=2, context_right=2, depth=50)
+        stored.append(
+            (
+                list(
+                    Hit.objects.filter(run=run)
+                    .order_by("query_id", "rank")
+                    .values_list("query_id", "passage_id", "score")
+                ),
+                list(RunQuery.objects.filter(run=run).order_by("query_id").values_list("relevant_ranks", "gold_rank")),
+            )
+        )
+    assert stored[0] == stored[1] and len(stored[0][0]) == 12 * 50
+    windows = list(collection.passages.order_by("start").values_list("external_id", "text"))
+    query = collection.queries.get(external_id="quote3")
+    text = " ".join([*query.left_context[-2:], *query.right_context[:2]])
+    expected = reference_ranking([text for _, text in windows], [external_id for external_id, _ in windows], text)
+    hits = Hit.objects.filter(run=run, query=query).order_by("rank").values_list("passage__external_id", "score")
+    assert list(hits) == expected[:50]
+
+
+@given(
+    st.lists(st.lists(st.sampled_from([0.0, 1.0, 2.5, -1.0, 3.0]), min_size=12, max_size=12), max_size=6),
+    st.lists(st.text(min_size=1, max_size=3), min_size=12, max_size=12, unique=True),
+    st.integers(1, 15),
+)
+def test_ranking_sorts_each_row_by_score_then_id_descending_cut_at_the_depth(rows, ids, depth):
+    scores = np.array(rows, dtype=np.float64).reshape(len(rows), len(ids))
+    key = tie_break(ids)
+
+    top = top_ranked(scores, depth, key)
+
+    assert top.shape == (len(rows), min(depth, len(ids)))
+    for row, ranked in zip(scores, top):
+        full = sorted(range(len(ids)), key=lambda index: (row[index], ids[index]), reverse=True)
+        assert ranked.tolist() == full[:depth]
+        assert ranks_of(row[None, :], [full], key) == [list(range(1, len(ids) + 1))]
 
 
 def test_context_is_parsed_as_left_slash_right():

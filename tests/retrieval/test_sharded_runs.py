@@ -10,16 +10,13 @@ collection built from the Gutenberg books (benchmarks/relic_like.py)."""
 import json
 import os
 import signal
-import sqlite3
-import subprocess
 import time
 
 import pytest
 
 from benchmarks.relic_like import write_relic_like
-from jobs.management.commands.run_platform import broker_environment, stop_process, worker_command
-from tests.conftest import PROJECT_ROOT, SHARED_DATA, require
-from tests.live_platform import MANAGE, WAIT_SECONDS, manage, wait_for_job
+from tests.conftest import SHARED_DATA, require
+from tests.live_platform import WAIT_SECONDS, child_jobs, make_platform, manage, rows, wait_for_job, workers_running
 
 pytestmark = pytest.mark.redis
 
@@ -31,18 +28,13 @@ def platform(tmp_path_factory, redis_url):
     """Shards of at most 3 queries x 2,223 windows per score batch, so each shard reports (and
     can be killed) many times; retries as configured per test through the workers' environment."""
     require(SHARED_DATA.is_dir(), f"real data folder {SHARED_DATA} is missing")
-    folder = tmp_path_factory.mktemp("sharded")
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{folder / 'db.sqlite3'}",
-        "MARGINALIA_DATA_DIR": str(folder / "data"),
-        **broker_environment(redis_url),
-        "MARGINALIA_RUN_SHARDS": str(SHARDS),
-        "MARGINALIA_SCORE_CELLS": str(3 * 2223),
-        "HF_HUB_OFFLINE": "1",
-    }
-    subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
-    platform = {"env": env, "database": folder / "db.sqlite3", "folder": folder}
+    platform = make_platform(
+        tmp_path_factory.mktemp("sharded"),
+        redis_url,
+        MARGINALIA_RUN_SHARDS=str(SHARDS),
+        MARGINALIA_SCORE_CELLS=str(3 * 2223),
+    )
+    folder = platform["folder"]
     relic = write_relic_like(
         folder / "relic.json",
         SHARED_DATA / "gutenberg",
@@ -55,33 +47,10 @@ def platform(tmp_path_factory, redis_url):
     return platform
 
 
-def start_workers(platform, count: int = 2) -> list[subprocess.Popen]:
-    env = platform["env"]
-    log = (platform["folder"] / "worker.log").open("a")
-    return [
-        subprocess.Popen(
-            [*worker_command("cpu,gpu"), "--hostname", f"shard-worker-{number}@%h"],
-            env=env,
-            cwd=PROJECT_ROOT,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        for number in range(count)
-    ]
-
-
 @pytest.fixture(scope="module")
 def workers(platform):
-    processes = start_workers(platform)
-    yield processes
-    for process in processes:
-        stop_process(process)
-
-
-def rows(platform, sql: str, *parameters) -> list[tuple]:
-    with sqlite3.connect(platform["database"], timeout=30) as connection:
-        return connection.execute(sql, parameters).fetchall()
+    with workers_running(platform, 2, "shard-worker") as processes:
+        yield processes
 
 
 def run_result(platform, run_id: int) -> dict:
@@ -118,25 +87,16 @@ def start_async_run(platform, shard_retries: int = 2) -> dict:
     return json.loads(output.splitlines()[-1])
 
 
-def shards(platform, job_id: int) -> list[dict]:
-    with sqlite3.connect(platform["database"], timeout=30) as connection:
-        connection.row_factory = sqlite3.Row
-        return [
-            dict(row)
-            for row in connection.execute("SELECT * FROM retrieval_job WHERE parent_id = ? ORDER BY id", (job_id,))
-        ]
-
-
 def wait_for_a_shard_in_the_middle(platform, job_id: int) -> dict:
     """A shard whose worker has started it and not finished it (progress is reported at most once
     a second, and a shard here takes about two: "running" is what can be seen reliably)."""
     deadline = time.monotonic() + WAIT_SECONDS
     while time.monotonic() < deadline:
-        for shard in shards(platform, job_id):
+        for shard in child_jobs(platform, job_id):
             if shard["status"] == "running" and shard["progress"] < 0.8:
                 return shard
         time.sleep(0.2)
-    raise AssertionError(f"no shard was seen mid-run: {shards(platform, job_id)}")
+    raise AssertionError(f"no shard was seen mid-run: {child_jobs(platform, job_id)}")
 
 
 def kill_the_process_running(shard: dict) -> int:
@@ -156,7 +116,7 @@ def test_two_workers_share_a_sharded_run_and_store_exactly_the_run_done_in_one_p
     job = wait_for_job(platform["database"], started["job_id"])
 
     assert job["status"] == "succeeded", job["error"] or worker_log(platform)
-    parts = shards(platform, job["id"])
+    parts = child_jobs(platform, job["id"])
     assert len(parts) == SHARDS and {part["status"] for part in parts} == {"succeeded"}
     assert len({part["worker"] for part in parts}) == 2, "both worker processes took shards"
     assert json.loads(job["parameters"])["shards"] == SHARDS
@@ -177,9 +137,9 @@ def test_a_shard_whose_worker_is_killed_mid_run_is_retried_alone_and_the_run_is_
     job = wait_for_job(platform["database"], started["job_id"])
 
     assert job["status"] == "succeeded", job["error"] or worker_log(platform)
-    attempts = {part["id"]: part["attempts"] for part in shards(platform, job["id"])}
+    attempts = {part["id"]: part["attempts"] for part in child_jobs(platform, job["id"])}
     assert attempts == {part: 2 if part == victim["id"] else 1 for part in attempts}, worker_log(platform)
-    assert f":{killed_pid}" not in {part["worker"] for part in shards(platform, job["id"])}
+    assert f":{killed_pid}" not in {part["worker"] for part in child_jobs(platform, job["id"])}
     result = run_result(platform, started["run_id"])
     assert result["hits"] == in_one_piece["hits"]
     assert result["gold"] == in_one_piece["gold"]
@@ -194,15 +154,15 @@ def test_a_worker_killed_with_no_retries_left_fails_the_job_and_leaves_no_hits_u
 
     job = wait_for_job(platform["database"], started["job_id"])
 
-    assert job["status"] == "failed", (job, shards(platform, job["id"]), worker_log(platform)[-1500:])
+    assert job["status"] == "failed", (job, child_jobs(platform, job["id"]), worker_log(platform)[-1500:])
     assert f"part {json.loads(victim['parameters'])['shard']} failed after 1 attempts: WorkerLostError" in job["error"]
     # The other shards stop at their next report; each that ends settles the run again, so a
     # shard that was storing hits when the job failed leaves none behind.
     deadline = time.monotonic() + WAIT_SECONDS
-    while any(part["status"] in {"pending", "running"} for part in shards(platform, job["id"])) or rows(
+    while any(part["status"] in {"pending", "running"} for part in child_jobs(platform, job["id"])) or rows(
         platform, "SELECT COUNT(*) FROM retrieval_hit WHERE run_id = ?", started["run_id"]
     ) != [(0,)]:
-        assert time.monotonic() < deadline, shards(platform, job["id"])
+        assert time.monotonic() < deadline, child_jobs(platform, job["id"])
         time.sleep(0.2)
     assert rows(platform, "SELECT status FROM retrieval_run WHERE id = ?", started["run_id"]) == [("failed",)]
     assert rows(platform, "SELECT COUNT(*) FROM retrieval_runquery WHERE run_id = ?", started["run_id"]) == [(0,)]

@@ -106,7 +106,7 @@ def test_a_dense_run_is_sent_to_the_gpu_queue_after_commit(broker, django_captur
         "retrieve-shard",
         "gpu",
         "retrieval.tasks.run_dense",
-        [run.pk, [[0, 0, 1]]],
+        [run.pk, list(collection.queries.values_list("pk", flat=True))],  # the shard's queries
     )
     assert (broker.llen("gpu"), broker.llen("cpu")) == (1, 0)
     assert run.parameters["model"] == "/models/minilm"

@@ -90,7 +90,7 @@ def test_an_import_counts_each_candidate_set_so_the_first_run_only_loads(tmp_pat
 
     monkeypatch.setattr(TermCounts, "from_tokens", lambda corpus: pytest.fail("tokenised again"))
     run = execute_run(create_run(Collection.objects.get(name="pooled"), get_or_create_retriever("bm25"), depth=2))
-    assert run.query_results.get(query__external_id="q1").gold_rank == 1
+    assert run.hits.count() == 4 and run.query_results.count() == 2
 
 
 def test_a_set_smaller_than_the_smallest_cached_is_counted_in_place(tmp_path):
@@ -116,5 +116,5 @@ def test_an_import_leaves_small_pools_to_the_run(tmp_path):
     assert cached_files() == []
 
     run = execute_run(create_run(Collection.objects.get(name="pooled"), get_or_create_retriever("bm25"), depth=2))
-    assert run.query_results.get(query__external_id="q1").gold_rank == 1
+    assert run.hits.count() == 2 and run.query_results.count() == 1
     assert cached_files() == []
