@@ -11,23 +11,86 @@ killed worker, a cancelled job or a second run therefore never asks a stored pro
 
 from __future__ import annotations
 
-from annotation.models import Study
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+from annotation.models import Item, Study
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
 from retrieval.models import Run
 
-from .backends import LocalBackend, OpenAIBackend
+from .backends import PROMPT_BACKENDS
+from .ensemble import EnsembleBackend
 from .models import Judge, JudgeAnswer
-from .prompts import item_prompt
-from .services import MAX_SAMPLES, answer_from, judge_tally, judged_items, run_answers, store_answers
+from .prompts import Prompt
+from .services import (
+    MAX_SAMPLES,
+    answer_from,
+    judge_prompt,
+    judge_tally,
+    judged_items,
+    run_answers,
+    store_answers,
+)
 
 
 def backend_for(judge: Judge):
-    if judge.backend == Judge.Backend.LOCAL:
-        return LocalBackend(judge.settings)
-    if judge.backend == Judge.Backend.OPENAI:
-        return OpenAIBackend(judge.settings)
-    raise InputError(f"judge {judge} answers from a run, not from prompts", field="judge")
+    if judge.backend in PROMPT_BACKENDS:
+        return PROMPT_BACKENDS[judge.backend](judge.settings)
+    if judge.backend == Judge.Backend.ENSEMBLE:
+        return EnsembleBackend(judge.settings)
+    source = "a run" if judge.backend == Judge.Backend.RUN else "labels imported from a file"
+    raise InputError(f"judge {judge} answers from {source}, not from prompts", field="judge")
+
+
+@dataclass(frozen=True)
+class Question:
+    """One prompt to ask (sample `sample`), and what its answer is stored under: an item, or a
+    (query, passage) pair."""
+
+    prompt: Prompt
+    sample: int
+    keys: dict = field(default_factory=dict)
+
+
+def ask(judge: Judge, questions: Sequence[Question], progress: Progress = no_progress) -> list[JudgeAnswer]:
+    """Ask the judge's backend `questions`, `batch_size` at a time, storing each batch as it
+    returns (so a killed worker resumes where it stopped); the answers, in order."""
+    answers: list[JudgeAnswer] = []
+    if not questions:
+        return answers
+    backend = backend_for(judge)
+    size = judge.settings.get("batch_size", 8)
+    for start in range(0, len(questions), size):
+        batch = questions[start : start + size]
+        completions = backend.answer([(question.prompt, question.sample) for question in batch])
+        fresh = [
+            answer_from(question.prompt, completion, sample=question.sample, **question.keys)
+            for question, completion in zip(batch, completions, strict=True)
+        ]
+        store_answers(judge, fresh)
+        answers += fresh
+        progress(len(answers) / len(questions), f"{len(answers)}/{len(questions)} answers from {judge}")
+    return answers
+
+
+def ask_items(judge: Judge, items: Sequence[Item], samples: int, progress: Progress = no_progress) -> int:
+    """Ask the judge `items` `samples` times each (sample i with seed + i), skipping every
+    (item, prompt, sample) already stored; how many were asked."""
+    prompts = {item.pk: judge_prompt(item, judge) for item in items}
+    stored = set(
+        JudgeAnswer.objects.filter(judge=judge, item__in=items, sample__lt=samples).values_list(
+            "item_id", "prompt_hash", "sample"
+        )
+    )
+    pending = [
+        Question(prompts[item.pk], sample, {"item": item})
+        for sample in range(samples)
+        for item in items
+        if (item.pk, prompts[item.pk].hash, sample) not in stored
+    ]
+    progress(0.0, f"{len(pending)} of {len(items) * samples} answers to ask ({judge})")
+    return len(ask(judge, pending, progress))
 
 
 def judge_study(study: Study, judge: Judge, samples: int = 1, progress: Progress = no_progress) -> dict:
@@ -36,7 +99,6 @@ def judge_study(study: Study, judge: Judge, samples: int = 1, progress: Progress
     if not 1 <= samples <= MAX_SAMPLES:
         raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
     items = judged_items(study)
-    asked = 0
     if judge.backend == Judge.Backend.RUN:
         run = Run.objects.get(pk=judge.settings["run"])
         if run.collection_id != study.collection_id:
@@ -44,36 +106,7 @@ def judge_study(study: Study, judge: Judge, samples: int = 1, progress: Progress
         stored = set(JudgeAnswer.objects.filter(judge=judge, item__in=items).values_list("item_id", flat=True))
         fresh = run_answers(run, [i for i in items if i.pk not in stored])
         store_answers(judge, fresh)
-        asked = len(fresh)
         progress(1.0, f"{len(fresh)} items scored from run {run.pk}")
-        return judge_tally(study, judge, samples=1, asked=asked)
-    prompts = {item.pk: item_prompt(item) for item in items}
-    stored = set(
-        JudgeAnswer.objects.filter(judge=judge, item__in=items, sample__lt=samples).values_list(
-            "item_id", "prompt_hash", "sample"
-        )
-    )
-    pending = [
-        (item, sample)
-        for sample in range(samples)
-        for item in items
-        if (item.pk, prompts[item.pk].hash, sample) not in stored
-    ]
-    total = len(pending)
-    progress(0.0, f"{total} of {len(items) * samples} answers to ask ({judge})")
-    if pending:
-        backend = backend_for(judge)
-        size = judge.settings.get("batch_size", 8)
-        for start in range(0, total, size):
-            batch = pending[start : start + size]
-            completions = backend.answer([(prompts[item.pk], sample) for item, sample in batch])
-            store_answers(
-                judge,
-                [
-                    answer_from(prompts[item.pk], completion, item=item, sample=sample)
-                    for (item, sample), completion in zip(batch, completions)
-                ],
-            )
-            asked += len(batch)
-            progress(asked / total, f"{asked}/{total} answers from {judge}")
+        return judge_tally(study, judge, samples=1, asked=len(fresh))
+    asked = ask_items(judge, items, samples, progress)
     return judge_tally(study, judge, samples=samples, asked=asked)

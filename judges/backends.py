@@ -47,6 +47,9 @@ class Completion:
     prompt_tokens: int | None
     completion_tokens: int | None
     seconds: float
+    # (parsed answer, failure reason) when the backend has read the answer itself (an ensemble
+    # combining its members' readings); None: the text is parsed as a model's answer.
+    reading: tuple[dict | None, str] | None = None
 
 
 Request = tuple[Prompt, int]  # the prompt and the sample index (0..N-1)
@@ -233,3 +236,7 @@ class OpenAIBackend:
             if attempt + 1 < attempts:
                 self.sleep(wait)
         raise EndpointUnavailable(f"{self.url}: no answer after {attempts} tries ({last_error})")
+
+
+# The backends that answer a prompt with a model of their own (an ensemble asks these).
+PROMPT_BACKENDS = {"local": LocalBackend, "openai": OpenAIBackend}

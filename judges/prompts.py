@@ -6,6 +6,15 @@ annotator too. The wording lives in plain-text templates a researcher can read a
 (`judges/prompts/{proxy,relevance,quotability}.txt`, or MARGINALIA_JUDGE_PROMPTS_DIR), with
 `$guidelines`, `$question`, `$scale`, `$query`, `$candidates`, `$count`, `$passage` and `$title`
 filled in. A prompt's hash covers the messages as sent, so editing a template asks again.
+
+Besides each kind's own template a judge may name a built-in prompt in its `prompt` setting
+(BUILT_IN_PROMPTS). For relevance: `umbrela`, UMBRELA's 0-3 zero-shot relevance prompt (Upadhyay
+et al. 2024, "UMBRELA: UMbrela is the (Open-Source Reproduction of the) Bing RELevance
+Assessor", arXiv:2406.06519), word for word as castorini/umbrela publishes it
+(src/umbrela/prompts/qrel_zeroshot_bing.txt, commit 16cba3e), with `$query` and `$passage` in
+place of its `{query}` and `{passage}`; it answers `##final score: N`, which the parser reads.
+The kind's own relevance template given BIRCO's task objective as guidelines and a 0-10 scale
+is BIRCO's direct-scoring prompt (`pair_prompt`).
 """
 
 from __future__ import annotations
@@ -25,6 +34,9 @@ from retrieval.errors import InputError
 MASK = "[masked sentence(s)]"
 NO_GUIDELINES = "(none given)"
 ZERO_TO_TEN = "an integer from 0 (not what the task looks for) to 10 (exactly what it looks for)"
+UMBRELA = "umbrela"
+# Built-in prompt -> the values it answers with (relevance items and pairs only).
+BUILT_IN_PROMPTS = {UMBRELA: (0, 1, 2, 3)}
 
 
 @dataclass(frozen=True)
@@ -43,6 +55,17 @@ class Prompt:
     @property
     def text(self) -> str:
         return "\n\n".join(message["content"] for message in self.messages)
+
+
+def read_objective(path: str | None) -> str:
+    """A task objective (BIRCO's) from a file, given as guidelines to prompts outside a study;
+    "" without one."""
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", file=path, field="objective-file") from None
 
 
 def prompts_folder() -> Path:
@@ -89,10 +112,34 @@ def _passage(candidate: dict) -> str:
     return f"{candidate['title']}\n{candidate['text']}" if candidate.get("title") else candidate["text"]
 
 
-def item_prompt(item: Item) -> Prompt:
-    """The prompt for one study item, from the annotator's payload of it."""
+def check_prompt_name(name: str, field: str = "settings.prompt") -> None:
+    if name and name not in BUILT_IN_PROMPTS:
+        raise InputError(f"unknown prompt {name!r}; built in: {', '.join(BUILT_IN_PROMPTS)}", field=field)
+
+
+def built_in_prompt(name: str, query: str, passage: str, kind: str = "score") -> Prompt:
+    """A built-in prompt (UMBRELA's) for one (query, passage): kind "relevance" reads the answer
+    as a study label, "score" (pools, reranks) as a score."""
+    values = BUILT_IN_PROMPTS[name]
+    text = _fill(name, {"query": query, "passage": passage})
+    return Prompt(({"role": "user", "content": text},), kind, values, tuple((value, str(value)) for value in values))
+
+
+def item_prompt(item: Item, prompt_name: str = "") -> Prompt:
+    """The prompt for one study item, from the annotator's payload of it: the kind's own
+    template, or the built-in prompt `prompt_name` (which must answer on the study's scale)."""
+    check_prompt_name(prompt_name)
     payload = shown_item(item)
     guidelines = payload["guidelines"].strip() or NO_GUIDELINES
+    if prompt_name:
+        values = [entry["value"] for entry in payload.get("values", [])]
+        if payload["kind"] != Study.Kind.RELEVANCE or tuple(values) != BUILT_IN_PROMPTS[prompt_name]:
+            raise InputError(
+                f"the {prompt_name} prompt answers {list(BUILT_IN_PROMPTS[prompt_name])}; study {payload['study']} "
+                f"is a {payload['kind']} study with the scale {values or 'of its candidates'}",
+                field="settings.prompt",
+            )
+        return built_in_prompt(prompt_name, shown_query(payload), _passage(payload["candidates"][0]), "relevance")
     if payload["kind"] == Study.Kind.PROXY:
         candidates = payload["candidates"]
         text = _fill(
@@ -132,9 +179,13 @@ def item_prompt(item: Item) -> Prompt:
     )
 
 
-def pair_prompt(query_text: str, passage_text: str, objective: str) -> Prompt:
-    """BIRCO's direct-scoring prompt for a rerank: the relevance template with the task
-    objective as guidelines and a 0-10 scale."""
+def pair_prompt(query_text: str, passage_text: str, objective: str, prompt_name: str = "") -> Prompt:
+    """The prompt scoring one (query, passage) outside a study (a rerank, a pool): BIRCO's direct
+    scoring (the relevance template with the task objective as guidelines and a 0-10 scale), or
+    the built-in prompt `prompt_name`."""
+    check_prompt_name(prompt_name)
+    if prompt_name:
+        return built_in_prompt(prompt_name, query_text, passage_text)
     text = _fill(
         "relevance",
         {
