@@ -25,6 +25,8 @@ app.conf.task_routes = {
     "console.tasks.process_upload": {"queue": "cpu"},
     "judges.tasks.judge_study_on_gpu": {"queue": "gpu"},
     "judges.tasks.judge_study_on_cpu": {"queue": "cpu"},
+    "judges.tasks.label_pool_on_gpu": {"queue": "gpu"},
+    "judges.tasks.label_pool_on_cpu": {"queue": "cpu"},
     "jobs.tasks.sweep_stale_jobs": {"queue": "cpu"},
     "evaluation.tasks.compute_study_report": {"queue": "cpu"},
 }
