@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
 from console import api
-from console.views import collections, dashboard, leaderboards, runs, studies, uploads
+from console.views import collections, dashboard, judge_agreement, leaderboards, runs, studies, uploads
 
 urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
@@ -27,6 +27,11 @@ urlpatterns = [
         "collections/<id:collection_id>/leaderboard/",
         leaderboards.collection_leaderboard,
         name="collection_leaderboard",
+    ),
+    path(
+        "collections/<id:collection_id>/judge-agreement/",
+        judge_agreement.collection_judge_agreement,
+        name="collection_judge_agreement",
     ),
     path("runs/<id:run_id>/", runs.run_detail, name="run_page"),
     path("runs/<id:run_id>/delete/", runs.run_delete, name="run_delete"),

@@ -20,6 +20,7 @@ from evaluation.leaderboard_exports import leaderboard_csv, leaderboard_latex
 from evaluation.reports import (
     bundle_archive,
     compare_runs,
+    judge_agreement,
     leaderboard,
     relevance_qrels,
     requested_run_ids,
@@ -184,6 +185,45 @@ class LeaderboardAPI(APIView):
             raise InputError(f"unknown export {export!r}: use json, csv or latex", field="export")
         board = leaderboard(collection, **leaderboard_options(request.query_params))
         return Response(board) if export == "json" else leaderboard_download(collection, board, export)
+
+
+def agreement_options(params) -> dict:
+    """judge_agreement's options from query parameters (the API's and the page's)."""
+    return {
+        "run_ids": requested_run_ids(params.getlist("runs")),
+        "human": params.get("human") or None,
+        "metrics": params.get("metrics", ""),
+        "seed": params.get("seed") or None,
+        "bootstrap": params.get("bootstrap") or None,
+    }
+
+
+class JudgeAgreementAPI(APIView):
+    """`judge_agreement` over REST: `?runs=1,2,3&judge=NAME[&human=imported|study:ID&metrics=nDCG@10
+    P@5&seed=0&bootstrap=1000]` (bad input: 400 naming the field)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids (at least two)."),
+            OpenApiParameter("judge", OpenApiTypes.STR, description="The judge's name (its latest version's labels)."),
+            OpenApiParameter("human", OpenApiTypes.STR, description="imported (default) or study:ID[:aggregate]."),
+            OpenApiParameter("metrics", OpenApiTypes.STR, description='e.g. "nDCG@10 P@5".'),
+            OpenApiParameter("seed", OpenApiTypes.INT, description="Seed of the bootstrap over queries (0)."),
+            OpenApiParameter("bootstrap", OpenApiTypes.INT, description="Bootstrap resamples (1000; 0: none)."),
+        ],
+        responses=OpenApiTypes.OBJECT,
+        description="Kendall's tau-b, tau_AP (the judge's ranking against the human one) and Spearman's rho between "
+        "the runs' leaderboards under the human qrels and the judge's labels, with bootstrap intervals over queries, "
+        "the largest rank change and Cohen's kappa of the labels per query.",
+    )
+    def get(self, request, collection_id):
+        collection = get_object_or_404(Collection, pk=collection_id)
+        options = agreement_options(request.query_params)
+        return Response(
+            judge_agreement(collection, options.pop("run_ids"), judge=request.query_params.get("judge", ""), **options)
+        )
 
 
 class CollectionBundleAPI(APIView):

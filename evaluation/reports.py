@@ -40,6 +40,7 @@ STUDY_REPORT = "evaluation.services.study_report"
 RELEVANCE_QRELS = "evaluation.qrels.relevance_qrels"
 COMPARE_RUNS = "evaluation.comparison.compare_runs"
 LEADERBOARD = "evaluation.leaderboard.leaderboard"
+JUDGE_AGREEMENT = "evaluation.judge_agreement.judge_agreement"
 BUNDLE_ARCHIVE = "evaluation.bundles.bundle_archive"
 
 
@@ -140,6 +141,12 @@ def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None, 
 def leaderboard(collection: Collection, run_ids: Sequence, **options) -> dict:
     """evaluation.leaderboard.leaderboard: the runs ranked under one qrels source."""
     return import_string(LEADERBOARD)(collection, run_ids, **options)
+
+
+def judge_agreement(collection: Collection, run_ids: Sequence, **options) -> dict:
+    """evaluation.judge_agreement.judge_agreement: the runs' leaderboards under the human qrels
+    and under a judge's labels, compared."""
+    return import_string(JUDGE_AGREEMENT)(collection, run_ids, **options)
 
 
 def bundle_archive(collection: Collection, qrels: Qrels) -> BinaryIO:

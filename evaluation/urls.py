@@ -2,7 +2,14 @@
 
 from django.urls import path
 
-from evaluation.api import CollectionBundleAPI, LeaderboardAPI, RunComparisonAPI, StudyQrelsAPI, StudyReportAPI
+from evaluation.api import (
+    CollectionBundleAPI,
+    JudgeAgreementAPI,
+    LeaderboardAPI,
+    RunComparisonAPI,
+    StudyQrelsAPI,
+    StudyReportAPI,
+)
 from evaluation.views import RunComparisonPage, StudyReportPage
 
 app_name = "evaluation"
@@ -13,6 +20,9 @@ urlpatterns = [
     path("api/studies/<id:study_id>/qrels/", StudyQrelsAPI.as_view(), name="api-study-qrels"),
     path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
     path("api/collections/<id:collection_id>/leaderboard/", LeaderboardAPI.as_view(), name="api-leaderboard"),
+    path(
+        "api/collections/<id:collection_id>/judge-agreement/", JudgeAgreementAPI.as_view(), name="api-judge-agreement"
+    ),
     path("api/collections/<id:collection_id>/bundle/", CollectionBundleAPI.as_view(), name="api-collection-bundle"),
     path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
 ]
