@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -25,12 +25,16 @@ from evaluation.reports import (
     relevance_qrels,
     requested_run_ids,
     resolve_model_runs,
+    start_judge_card,
     study_report_or_job,
 )
 from jobs.serializers import JobSerializer
+from judges.models import Judge
+from judges.selectors import judge_cards
 from judges.services import get_judge
 from retrieval.api import PlainTextRenderer, text_download
 from retrieval.errors import InputError
+from retrieval.fields import AsciiIntegerField
 from retrieval.models import Collection
 from retrieval.qrels_sources import load_qrels
 
@@ -224,6 +228,57 @@ class JudgeAgreementAPI(APIView):
         return Response(
             judge_agreement(collection, options.pop("run_ids"), judge=request.query_params.get("judge", ""), **options)
         )
+
+
+class JudgeCardRequestSerializer(serializers.Serializer):
+    """POST /api/judges/ID/cards/: which collection and humans, the runs for leaderboard
+    agreement, the proxy study to probe the position bias with, samples per pair."""
+
+    collection = AsciiIntegerField(min_value=1)
+    human = serializers.CharField(required=False, allow_blank=True, default="")
+    runs = serializers.CharField(required=False, allow_blank=True, default="", help_text="Comma-separated run ids.")
+    metrics = serializers.CharField(required=False, allow_blank=True, default="")
+    probe_study = AsciiIntegerField(required=False, allow_null=True, default=None, min_value=1)
+    samples = AsciiIntegerField(required=False, default=1, min_value=1, max_value=20)
+    seed = AsciiIntegerField(required=False, default=0, min_value=0, max_value=2**32 - 1)
+    bootstrap = AsciiIntegerField(required=False, default=1000, min_value=0, max_value=100_000)
+
+
+class JudgeCardsAPI(APIView):
+    """GET the cards of every version of this judge (its name), newest first, to compare
+    versions and prompts; POST {collection, human, runs, metrics, probe_study, samples, seed,
+    bootstrap} queues the card's computation for this judge version (202 with the job; it asks
+    the judge what it has not answered)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, pk):
+        judge = get_object_or_404(Judge, pk=pk)
+        return Response({"judge": judge.name, "cards": judge_cards(judge.name)})
+
+    @extend_schema(request=JudgeCardRequestSerializer, responses={202: OpenApiTypes.OBJECT})
+    def post(self, request, pk):
+        judge = get_object_or_404(Judge, pk=pk)
+        form = JudgeCardRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        collection = Collection.objects.filter(pk=data["collection"]).first()
+        if collection is None:
+            raise InputError(f"no collection with id {data['collection']}", field="collection")
+        job = start_judge_card(
+            judge,
+            collection,
+            request.user,
+            human=data["human"] or None,
+            run_ids=requested_run_ids([data["runs"]]),
+            metrics=data["metrics"],
+            probe_study=data["probe_study"],
+            samples=data["samples"],
+            seed=data["seed"],
+            bootstrap=data["bootstrap"],
+        )
+        return Response({"job": JobSerializer(job).data}, status=status.HTTP_202_ACCEPTED)
 
 
 class CollectionBundleAPI(APIView):

@@ -186,38 +186,29 @@ def _count(value, field: str, high: int) -> int:
     return parse_integer(value.strip(), field=field, bounds=(0, high))
 
 
-def judge_agreement(
-    collection: Collection,
-    run_ids: Sequence,
-    *,
-    judge: str,
-    human: str | None = None,
-    metrics: str | Sequence[str] | None = None,
-    seed=None,
-    bootstrap=None,
-) -> dict:
-    """The runs' leaderboards under the human qrels (`human`: imported or study:ID[:AGGREGATE])
-    and under judge `judge`'s labels, compared per metric (see the module docstring): keys
-    `collection`, `human`, `human_label`, `judge`, `judge_version`, `judge_label`, `queries`,
-    `runs` (run id -> name), `metrics` (metric -> {human, judge (run id -> mean), kendall_tau,
-    tau_ap, tau_ap_symmetric, spearman, tau_ci, tau_ap_ci, spearman_ci, human_ranking,
-    judge_ranking, largest_rank_change}), `bootstrap` and `labels` (label_agreement_section).
-    `seed` (default 0) and `bootstrap` (resamples, default BOOTSTRAP_SAMPLES) may be text."""
+def human_qrels_for(collection: Collection, human: str | None) -> Qrels:
+    """The human side: imported or study:ID[:AGGREGATE] (InputError on the field `human`)."""
     human = (human or IMPORTED).strip()
     if human.startswith("judge:"):
         raise InputError("the human side is imported or study:ID; the judge goes in judge", field="human")
-    seed = 0 if seed in (None, "") else _count(seed, "seed", 2**32 - 1)
-    samples = BOOTSTRAP_SAMPLES if bootstrap in (None, "") else _count(bootstrap, "bootstrap", MAX_BOOTSTRAP)
-    runs = board_runs(collection, run_ids)
-    named = leaderboard_measures(metrics)
     try:
-        human_qrels = load_qrels(collection, human)
+        return load_qrels(collection, human)
     except InputError as error:
         raise InputError(error.message, field="human") from None
-    try:
-        judge_qrels = load_qrels(collection, f"judge:{(judge or '').strip()}")
-    except InputError as error:
-        raise InputError(error.message, field="judge") from None
+
+
+def bootstrap_options(seed, bootstrap) -> tuple[int, int]:
+    """(seed, resamples) from numbers or ASCII digits; defaults 0 and BOOTSTRAP_SAMPLES."""
+    seed = 0 if seed in (None, "") else _count(seed, "seed", 2**32 - 1)
+    samples = BOOTSTRAP_SAMPLES if bootstrap in (None, "") else _count(bootstrap, "bootstrap", MAX_BOOTSTRAP)
+    return seed, samples
+
+
+def compare_leaderboards(
+    runs: Sequence[Run], named, human_qrels: Qrels, judge_qrels: Qrels, *, seed: int, samples: int
+) -> dict:
+    """The comparison itself, from loaded qrels: keys `queries`, `runs`, `metrics`, `bootstrap`,
+    `labels` (see judge_agreement)."""
     judge_qrels = on_queries_of(judge_qrels, human_qrels)
     human_scores = query_scores(runs, human_qrels, named, [])
     judge_scores = query_scores(runs, judge_qrels, named, [])
@@ -243,7 +234,42 @@ def judge_agreement(
             "judge_ranking": best_first(judge_means),
             "largest_rank_change": largest_rank_change(runs, human_means, judge_means),
         }
+    collection = human_qrels.collection
     names = dict(collection.queries.filter(pk__in=list(human_qrels.judgments)).values_list("pk", "external_id"))
+    return {
+        "queries": len(query_ids),
+        "runs": {run.pk: run.name or str(run.retriever) for run in runs},
+        "metrics": sections,
+        "bootstrap": {"samples": samples, "seed": seed, "confidence": CONFIDENCE, "over": "queries"},
+        "labels": label_agreement_section(human_qrels, judge_qrels, names),
+    }
+
+
+def judge_agreement(
+    collection: Collection,
+    run_ids: Sequence,
+    *,
+    judge: str,
+    human: str | None = None,
+    metrics: str | Sequence[str] | None = None,
+    seed=None,
+    bootstrap=None,
+) -> dict:
+    """The runs' leaderboards under the human qrels (`human`: imported or study:ID[:AGGREGATE])
+    and under judge `judge`'s labels, compared per metric (see the module docstring): keys
+    `collection`, `human`, `human_label`, `judge`, `judge_version`, `judge_label`, `queries`,
+    `runs` (run id -> name), `metrics` (metric -> {human, judge (run id -> mean), kendall_tau,
+    tau_ap, tau_ap_symmetric, spearman, tau_ci, tau_ap_ci, spearman_ci, human_ranking,
+    judge_ranking, largest_rank_change}), `bootstrap` and `labels` (label_agreement_section).
+    `seed` (default 0) and `bootstrap` (resamples, default BOOTSTRAP_SAMPLES) may be text."""
+    seed, samples = bootstrap_options(seed, bootstrap)
+    runs = board_runs(collection, run_ids)
+    named = leaderboard_measures(metrics)
+    human_qrels = human_qrels_for(collection, human)
+    try:
+        judge_qrels = load_qrels(collection, f"judge:{(judge or '').strip()}")
+    except InputError as error:
+        raise InputError(error.message, field="judge") from None
     origin = judge_qrels.origin
     return {
         "collection": collection.name,
@@ -252,9 +278,5 @@ def judge_agreement(
         "judge": origin.name,
         "judge_version": origin.version,
         "judge_label": judge_qrels.label,
-        "queries": len(query_ids),
-        "runs": {run.pk: run.name or str(run.retriever) for run in runs},
-        "metrics": sections,
-        "bootstrap": {"samples": samples, "seed": seed, "confidence": CONFIDENCE, "over": "queries"},
-        "labels": label_agreement_section(human_qrels, judge_qrels, names),
+        **compare_leaderboards(runs, named, human_qrels, judge_qrels, seed=seed, samples=samples),
     }

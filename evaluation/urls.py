@@ -5,6 +5,7 @@ from django.urls import path
 from evaluation.api import (
     CollectionBundleAPI,
     JudgeAgreementAPI,
+    JudgeCardsAPI,
     LeaderboardAPI,
     RunComparisonAPI,
     StudyQrelsAPI,
@@ -23,6 +24,7 @@ urlpatterns = [
     path(
         "api/collections/<id:collection_id>/judge-agreement/", JudgeAgreementAPI.as_view(), name="api-judge-agreement"
     ),
+    path("api/judges/<id:pk>/cards/", JudgeCardsAPI.as_view(), name="api-judge-cards"),
     path("api/collections/<id:collection_id>/bundle/", CollectionBundleAPI.as_view(), name="api-collection-bundle"),
     path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
 ]

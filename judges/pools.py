@@ -214,6 +214,23 @@ def pool_tally(judge: Judge, pairs: Sequence[PoolPair], samples: int) -> dict:
     }
 
 
+def pool_answers(judge: Judge, pairs: Sequence[PoolPair], samples: int) -> dict[tuple[int, int], list[dict | None]]:
+    """(query id, passage id) -> the judge's parsed answer per sample 0..samples-1 (None where
+    unreadable or not asked) to the pool's prompts; an imported judge's labels whatever the
+    prompt (it was asked none)."""
+    by_prompt = judge.backend in PROMPTED
+    wanted = {(pair.query.pk, pair.passage.pk): pair.prompt.hash for pair in pairs}
+    answers = {pair: [None] * samples for pair in wanted}
+    rows = JudgeAnswer.objects.filter(judge=judge, item__isnull=True, sample__lt=samples)
+    columns = ("query_id", "passage_id", "prompt_hash", "sample", "parsed")
+    found = rows_for(rows, "prompt_hash", set(wanted.values()), *columns) if by_prompt else rows.values_list(*columns)
+    for query_id, passage_id, prompt_hash, sample, parsed in found:
+        pair = (query_id, passage_id)
+        if pair in wanted and (not by_prompt or wanted[pair] == prompt_hash):
+            answers[pair][sample] = parsed
+    return answers
+
+
 def file_digest(path: str | Path) -> str:
     digest = hashlib.sha256()
     try:

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -125,18 +126,24 @@ def built_in_prompt(name: str, query: str, passage: str, kind: str = "score") ->
     return Prompt(({"role": "user", "content": text},), kind, values, tuple((value, str(value)) for value in values))
 
 
-def item_prompt(item: Item, prompt_name: str = "") -> Prompt:
+def item_prompt(item: Item, prompt_name: str = "", order: Sequence[int] | None = None) -> Prompt:
     """The prompt for one study item, from the annotator's payload of it: the kind's own
-    template, or the built-in prompt `prompt_name` (which must answer on the study's scale)."""
+    template, or for a relevance item the built-in prompt `prompt_name` (which must answer on
+    the study's scale; other kinds keep their own template).
+    `order` (proxy items): the display positions in the order to list the candidates, for the
+    position probe; the answer still reads as a display position."""
     check_prompt_name(prompt_name)
     payload = shown_item(item)
+    if order is not None:
+        by_position = {candidate["position"]: candidate for candidate in payload["candidates"]}
+        payload["candidates"] = [by_position[position] for position in order]
     guidelines = payload["guidelines"].strip() or NO_GUIDELINES
-    if prompt_name:
-        values = [entry["value"] for entry in payload.get("values", [])]
-        if payload["kind"] != Study.Kind.RELEVANCE or tuple(values) != BUILT_IN_PROMPTS[prompt_name]:
+    if prompt_name and payload["kind"] == Study.Kind.RELEVANCE:
+        values = [entry["value"] for entry in payload["values"]]
+        if tuple(values) != BUILT_IN_PROMPTS[prompt_name]:
             raise InputError(
                 f"the {prompt_name} prompt answers {list(BUILT_IN_PROMPTS[prompt_name])}; study {payload['study']} "
-                f"is a {payload['kind']} study with the scale {values or 'of its candidates'}",
+                f"asks for {values}",
                 field="settings.prompt",
             )
         return built_in_prompt(prompt_name, shown_query(payload), _passage(payload["candidates"][0]), "relevance")

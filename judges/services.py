@@ -52,8 +52,7 @@ ENSEMBLE_COMBINATIONS = ("majority", "mean")
 MAX_SAMPLES = 20
 # By name: judges.tasks imports judges.asking, whose backends load the openai client (most of a
 # second), which a web process that only queues the work never needs.
-GPU_TASK = "judges.tasks.judge_study_on_gpu"
-CPU_TASK = "judges.tasks.judge_study_on_cpu"
+JUDGE_TASKS = {"gpu": "judges.tasks.judge_study_on_gpu", "cpu": "judges.tasks.judge_study_on_cpu"}
 POOL_TASKS = {"gpu": "judges.tasks.label_pool_on_gpu", "cpu": "judges.tasks.label_pool_on_cpu"}
 
 
@@ -323,42 +322,34 @@ def study_judges(study: Study) -> list[Judge]:
     return list(Judge.objects.filter(answers__item__study=study).distinct().order_by("name", "-version"))
 
 
-def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
-    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "cpu"."""
-    if not 1 <= samples <= MAX_SAMPLES:
-        raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
+def queue_judge_work(kind: str, judge: Judge, tasks: dict[str, str], parameters: dict, *args, user=None) -> Job:
+    """Queue a job of `kind` that asks `judge`, on its queue (local models "gpu", endpoints,
+    runs and imports "cpu"); `tasks` names the task per queue; `args` follow the job id."""
     with transaction.atomic():
-        job = create_job(
-            "judge",
-            judge.queue,
-            {"study": study.pk, "judge": judge.name, "version": judge.version, "samples": samples},
-            user=user,
-        )
-        dispatch(
-            job,
-            signature(GPU_TASK if judge.queue == "gpu" else CPU_TASK),
-            study.pk,
-            judge.pk,
-            samples,
-        )
+        job = create_job(kind, judge.queue, {"judge": judge.name, "version": judge.version, **parameters}, user=user)
+        dispatch(job, signature(tasks[judge.queue]), *args)
     return job
 
 
-def start_pool_labelling(judge: Judge, spec: dict, samples: int = 1, user=None) -> Job:
-    """Queue the labelling of a pool (judges.pools.pool_pairs' spec) as a "judge_pool" job on
-    the judge's queue."""
+def _check_samples(samples: int) -> None:
     if not 1 <= samples <= MAX_SAMPLES:
         raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
+
+
+def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
+    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "cpu"."""
+    _check_samples(samples)
+    parameters = {"study": study.pk, "samples": samples}
+    return queue_judge_work("judge", judge, JUDGE_TASKS, parameters, study.pk, judge.pk, samples, user=user)
+
+
+def start_pool_labelling(judge: Judge, spec: dict, samples: int = 1, user=None) -> Job:
+    """Queue the labelling of a pool (judges.pools.pool_pairs' spec) as a "judge_pool" job."""
+    _check_samples(samples)
     if judge.backend not in PROMPTED:
         raise InputError(
             f"judge {judge} is a {judge.backend} judge: it answers no prompts to label a pool", field="judge"
         )
-    with transaction.atomic():
-        job = create_job(
-            "judge_pool",
-            judge.queue,
-            {"judge": judge.name, "version": judge.version, "pool": spec, "samples": samples},
-            user=user,
-        )
-        dispatch(job, signature(POOL_TASKS[judge.queue]), judge.pk, spec, samples)
-    return job
+    parameters = {"pool": spec, "samples": samples}
+    return queue_judge_work("judge_pool", judge, POOL_TASKS, parameters, judge.pk, spec, samples, user=user)
+

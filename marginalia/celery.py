@@ -29,5 +29,7 @@ app.conf.task_routes = {
     "judges.tasks.label_pool_on_cpu": {"queue": "cpu"},
     "jobs.tasks.sweep_stale_jobs": {"queue": "cpu"},
     "evaluation.tasks.compute_study_report": {"queue": "cpu"},
+    "evaluation.tasks.judge_card_on_gpu": {"queue": "gpu"},
+    "evaluation.tasks.judge_card_on_cpu": {"queue": "cpu"},
 }
 app.autodiscover_tasks()
