@@ -21,6 +21,7 @@ from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 
 from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
+from annotation.post_editing import CONDITION_KEY
 from annotation.selectors import counted_judgments, gold_judgments, span_target_text
 from annotation.services.labels import is_correct
 from judges.selectors import judge_answers_fingerprint
@@ -338,4 +339,7 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
         "runs": run_states,
         "judges": judge_answers_fingerprint(study),
     }
+    condition = (study.parameters or {}).get(CONDITION_KEY)
+    if condition:  # the post-editing condition (items' proposals are set with it, before any judgment)
+        inputs["post_editing"] = condition
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()

@@ -7,7 +7,8 @@ import hashlib
 
 from django.db.models import Count, Max
 
-from annotation.models import Study
+from annotation.models import Item, Judgment, Study
+from annotation.post_editing import CONDITION_KEY
 
 from .models import Judge, JudgeAnswer, JudgeCard, JudgeSecret
 from .prompts import prompts_folder
@@ -142,3 +143,18 @@ def judge_cards(name: str) -> list[dict]:
     cards = JudgeCard.objects.filter(judge__name=name).select_related("judge")
     return [{**card_summary(card), "prompt_record": card.prompt, "payload": card.payload} for card in cards]
 
+
+def post_editing_state(study: Study) -> dict:
+    """Staff's view of a study's post-editing condition: who proposed (judge, version), the
+    share and seed, how many items show a proposal, and how many judgments were given with one
+    and kept it."""
+    condition = (study.parameters or {}).get(CONDITION_KEY)
+    judgments = Judgment.objects.filter(item__study=study, voided=False)
+    return {
+        "study": study.pk,
+        "condition": condition,
+        "items_with_proposal": Item.objects.filter(study=study, proposal__isnull=False).count(),
+        "judgments": judgments.count(),
+        "judgments_with_proposal": judgments.filter(proposal_shown=True).count(),
+        "kept": judgments.filter(proposal_kept=True).count(),
+    }

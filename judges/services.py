@@ -54,6 +54,7 @@ MAX_SAMPLES = 20
 # second), which a web process that only queues the work never needs.
 JUDGE_TASKS = {"gpu": "judges.tasks.judge_study_on_gpu", "cpu": "judges.tasks.judge_study_on_cpu"}
 POOL_TASKS = {"gpu": "judges.tasks.label_pool_on_gpu", "cpu": "judges.tasks.label_pool_on_cpu"}
+POST_EDIT_TASKS = {"gpu": "judges.tasks.post_edit_on_gpu", "cpu": "judges.tasks.post_edit_on_cpu"}
 
 
 # --- judges -------------------------------------------------------------------------------------
@@ -353,3 +354,12 @@ def start_pool_labelling(judge: Judge, spec: dict, samples: int = 1, user=None) 
     parameters = {"pool": spec, "samples": samples}
     return queue_judge_work("judge_pool", judge, POOL_TASKS, parameters, judge.pk, spec, samples, user=user)
 
+
+def start_post_editing(study: Study, judge: Judge, share: float = 1.0, seed: int = 0, user=None) -> Job:
+    """Queue making `study` a post-editing study with `judge`'s proposals ("post_edit" job)."""
+    if not 0 < share <= 1:
+        raise InputError(f"must be more than 0 and at most 1, got {share}", field="share")
+    if judge.backend == Judge.Backend.IMPORTED:
+        raise InputError(f"judge {judge} is an imported judge: it proposes no answers to items", field="judge")
+    parameters = {"study": study.pk, "share": share, "seed": seed}
+    return queue_judge_work("post_edit", judge, POST_EDIT_TASKS, parameters, study.pk, judge.pk, share, seed, user=user)

@@ -10,6 +10,7 @@ from jobs.services import execute
 from .asking import judge_study
 from .models import Judge
 from .pools import label_pool, pool_pairs
+from .post_editing import enable_post_editing
 
 
 def _judge(job_id: int, study_id: int, judge_id: int, samples: int) -> dict:
@@ -45,3 +46,22 @@ def label_pool_on_gpu(job_id: int, judge_id: int, spec: dict, samples: int = 1) 
 @shared_task(name="judges.tasks.label_pool_on_cpu")
 def label_pool_on_cpu(job_id: int, judge_id: int, spec: dict, samples: int = 1) -> dict:
     return _label_pool(job_id, judge_id, spec, samples)
+
+
+def _post_edit(job_id: int, study_id: int, judge_id: int, share: float, seed: int) -> dict:
+    return execute(
+        job_id,
+        lambda progress: enable_post_editing(
+            Study.objects.get(pk=study_id), Judge.objects.get(pk=judge_id), share, seed, progress
+        ),
+    )
+
+
+@shared_task(name="judges.tasks.post_edit_on_gpu")
+def post_edit_on_gpu(job_id: int, study_id: int, judge_id: int, share: float = 1.0, seed: int = 0) -> dict:
+    return _post_edit(job_id, study_id, judge_id, share, seed)
+
+
+@shared_task(name="judges.tasks.post_edit_on_cpu")
+def post_edit_on_cpu(job_id: int, study_id: int, judge_id: int, share: float = 1.0, seed: int = 0) -> dict:
+    return _post_edit(job_id, study_id, judge_id, share, seed)

@@ -27,6 +27,8 @@ app.conf.task_routes = {
     "judges.tasks.judge_study_on_cpu": {"queue": "cpu"},
     "judges.tasks.label_pool_on_gpu": {"queue": "gpu"},
     "judges.tasks.label_pool_on_cpu": {"queue": "cpu"},
+    "judges.tasks.post_edit_on_gpu": {"queue": "gpu"},
+    "judges.tasks.post_edit_on_cpu": {"queue": "cpu"},
     "jobs.tasks.sweep_stale_jobs": {"queue": "cpu"},
     "evaluation.tasks.compute_study_report": {"queue": "cpu"},
     "evaluation.tasks.judge_card_on_gpu": {"queue": "gpu"},

@@ -39,6 +39,7 @@ from ..models import (
     QualificationAnswer,
     Study,
 )
+from ..post_editing import proposal_record
 from ..selectors import annotator_item_payload, annotator_progress, finished_payload, item_limit, shown_item
 from .labels import Answer, validate_answer
 from .qualification import next_question, qualification_state, record_answer
@@ -340,6 +341,12 @@ def submit_judgment(
                 annotator=annotator,
                 assignment=assignment,
                 **answer.judgment_fields(),
+                **proposal_record(
+                    item,
+                    choice_position=answer.choice.position if answer.choice else None,
+                    label=answer.label,
+                    selections=answer.selections,
+                ),
                 unsure=bool(unsure),
                 seconds=clamp_seconds(seconds),
                 server_seconds=(now - assignment.claimed_at).total_seconds(),

@@ -516,6 +516,14 @@
     start();
   }
 
+  /* Post-editing: the suggested answer (#proposal, its input's name and value) starts selected. */
+  function preselectProposal(f) {
+    var note = document.getElementById("proposal");
+    if (!note) return;
+    var input = f.querySelector('input[name="' + note.dataset.name + '"][value="' + note.dataset.value + '"]');
+    if (input) input.checked = true;
+  }
+
   /* ---- wiring -------------------------------------------------------------------------------- */
 
   function start() {
@@ -539,6 +547,7 @@
       f.classList.toggle("several-groups", groups().length > 1);
       f.addEventListener("submit", onSubmit);
       activate(0);
+      preselectProposal(f);
       renderSpans();
     }
   }
