@@ -31,8 +31,9 @@ def judge_secret_row(secret: JudgeSecret) -> dict:
 
 
 def study_judge_results(study: Study) -> list[dict]:
-    """One tally per judge version that answered the study, by judge name."""
-    return [judge_tally(study, judge) for judge in study_judges(study)]
+    """One tally per judge version that answered the study, by judge name, with the version's id
+    (its staff page and /api/judges/ID/cards/)."""
+    return [{**judge_tally(study, judge), "judge_id": judge.pk} for judge in study_judges(study)]
 
 
 def judge_answer_rows(study: Study, judge: Judge | None = None) -> list[dict]:

@@ -8,6 +8,7 @@ app_name = "judges"
 
 urlpatterns = [
     path("studies/<id:study_id>/judges/run/", views.study_judge, name="study-judge"),
+    path("judges/<id:judge_id>/", views.judge_page, name="judge"),
     path("api/judges/", api.JudgeListCreateView.as_view(), name="api-judges"),
     path("api/judge-secrets/", api.JudgeSecretsView.as_view(), name="api-judge-secrets"),
     path("api/judge-secrets/<id:pk>/", api.JudgeSecretDetailView.as_view(), name="api-judge-secret"),

@@ -1,14 +1,18 @@
 """The staff form behind templates/judges/_study_judges.html: start judging a study, then follow
-the job among the dashboard's jobs (post/redirect/get)."""
+the job among the dashboard's jobs (post/redirect/get); and a judge version's staff page, where
+its cards are read (templates/judges/judge_detail.html)."""
+
+import json
 
 from django.contrib import messages
-from django.shortcuts import get_object_or_404, redirect
+from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_POST
 
 from annotation.models import Study
 from retrieval.access import staff_required
 from retrieval.errors import InputError
 
+from .models import Judge
 from .services import get_judge, start_judging
 
 
@@ -29,3 +33,13 @@ def study_judge(request, study_id: int):
             request, f"Judging of “{study.name}” by {judge} queued as job {job.pk} on the {job.queue} queue."
         )
     return redirect(request.POST.get("next") or f"/studies/{study.pk}/")
+
+
+@staff_required
+def judge_page(request, judge_id: int):
+    """One judge version: its backend and settings (a secret's name, never a key) and its cards
+    beside every other version's."""
+    judge = get_object_or_404(Judge, pk=judge_id)
+    versions = Judge.objects.filter(name=judge.name).order_by("-version")
+    context = {"judge": judge, "versions": versions, "settings_json": json.dumps(judge.settings, indent=2)}
+    return render(request, "judges/judge_detail.html", context)
