@@ -4,7 +4,9 @@ report compares the conditions; annotators see the proposal itself and nothing a
 a study without the condition serves exactly the payload it served before, in as many SQL
 statements."""
 
+import difflib
 import random
+import re
 
 import pytest
 from django.core.management import call_command
@@ -199,6 +201,48 @@ def test_annotators_reach_neither_the_condition_nor_who_proposed():
     html = browser.get(f"/annotate/{study.pk}/").content.decode()
     assert "A suggested label is pre-selected" in html and JUDGE not in html and RETRIEVER not in html
     assert not Job.objects.exists()
+
+
+def page_lines(browser: Client, study: Study) -> list[str]:
+    """The annotation page's non-blank lines, without what changes on every request (the masked
+    CSRF token)."""
+    html = browser.get(f"/annotate/{study.pk}/").content.decode()
+    lines = [re.sub(r'name="csrfmiddlewaretoken" value="[^"]*"', "", line) for line in html.splitlines()]
+    return [line for line in lines if line.strip()]
+
+
+def test_the_page_with_a_proposal_adds_the_pre_selection_and_not_one_word_of_provenance():
+    """The same annotator on the same item, before and after the condition is set: the page
+    gains exactly one line, the note with the value to pre-select; the API's payload gains
+    exactly the key `proposal`, the value alone; neither the note nor the submit answer names
+    a judge, a model or a machine, and the next page names no proposer either."""
+    study = make_relic_proxy_study(2)
+    proposer(study)
+    annotator = make_annotator("reader")
+    browser, client = Client(), api_client(annotator)
+    browser.force_login(annotator)
+    before, payload_before = page_lines(browser, study), client.get(next_url(study)).json()
+
+    call_json_command("post_edit", str(study.pk), "--judge", JUDGE, "--share", "1.0")
+
+    after, payload = page_lines(browser, study), client.get(next_url(study)).json()
+    added = [line for line in difflib.ndiff(before, after) if line.startswith(("+ ", "- "))]
+    item = Item.objects.get(pk=payload["item"])
+    value = item.proposal["position"]
+    note = (
+        f'<p id="proposal" class="proposal-note" role="note" data-name="choice" data-value="{value}">'
+        "A suggested label is pre-selected. Keep it, or choose another answer.</p>"
+    )
+    assert [line.strip() for line in added] == [f"+ {note}"]
+    assert {key: value for key, value in payload.items() if key != "proposal"} == payload_before
+    assert payload["proposal"] == {"position": item.proposal["position"]}
+    response = client.post(submit_url(study), {"item": item.pk, "position": 0}, format="json")
+    assert response.status_code == 201
+    for text in (note, response.content.decode()):
+        assert not re.search(r"\b(judge|model|LLM|GPT|AI|automatic|machine|proposed by)\b", text, re.I)
+    next_page = browser.get(f"/annotate/{study.pk}/").content.decode()
+    for body in (response.content.decode(), next_page):
+        assert JUDGE not in body and RETRIEVER not in body and "proposal_kept" not in body
 
 
 def test_a_post_editing_study_costs_no_sql_statement_more_than_any_study(django_assert_max_num_queries):
