@@ -187,13 +187,16 @@ def embedded_judge() -> Judge:
 
 
 def get_judge(name: str | None, field: str = "judge") -> Judge:
-    """The latest version of the judge named (or with this id); the embedded judge for None."""
+    """The latest version of the judge named (or with this id); the embedded judge for None or
+    its name."""
     if not name:
         return embedded_judge()
     judges = Judge.objects.filter(name=name)
     if not judges.exists() and str(name).isdecimal():
         judges = Judge.objects.filter(pk=int(name))
     judge = judges.order_by("-version").first()
+    if judge is None and name == EMBEDDED_JUDGE:
+        return embedded_judge()  # named before its first use
     if judge is None:
         raise InputError(f"no judge named {name!r}", field=field)
     return judge
