@@ -23,6 +23,7 @@ from retrieval.errors import InputError
 
 from .label_schema import study_schema
 from .models import Item, ItemCandidate, Judgment, Study
+from .presentation import shown_order
 
 CONDITION_KEY = "post_editing"
 
@@ -31,12 +32,18 @@ def has_post_editing(study: Study) -> bool:
     return bool((study.parameters or {}).get(CONDITION_KEY))
 
 
-def proposal_payload(item: Item) -> dict:
+def proposal_payload(item: Item, annotator_id: int | None = None, shown_count: int = 0) -> dict:
     """The annotator's view of the condition: `proposal`, the answer shown pre-selected, or None
-    (nothing about who proposed it); empty for a study without the condition."""
+    (nothing about who proposed it); empty for a study without the condition. A proposed
+    candidate is named by where this annotator sees it (`shown_count` candidates, in their
+    order where the study shuffles per annotator), as every position on the page is."""
     if not has_post_editing(item.study):
         return {}
-    return {"proposal": item.proposal}
+    proposal = item.proposal
+    if proposal and "position" in proposal:
+        order = shown_order(item.study, item.pk, annotator_id, shown_count)
+        proposal = {"position": order.index(proposal["position"])}
+    return {"proposal": proposal}
 
 
 def proposal_record(item: Item, *, choice_position: int | None, label, selections) -> dict:

@@ -1,4 +1,4 @@
-"""The staff pages: dashboard, collections, runs, studies and uploads; the API root and its
+"""The staff pages: dashboard, jobs, collections, runs, studies and uploads; the API root and its
 documentation (Swagger UI) (the annotation app keeps study
 creation, quality and adjudication; evaluation keeps the reports)."""
 
@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
 from console import api
-from console.views import collections, dashboard, judge_agreement, leaderboards, runs, studies, uploads
+from console.views import collections, dashboard, jobs, judge_agreement, leaderboards, runs, studies, uploads
 
 urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
@@ -33,11 +33,15 @@ urlpatterns = [
         judge_agreement.collection_judge_agreement,
         name="collection_judge_agreement",
     ),
+    path("jobs/<id:pk>/", jobs.job_detail, name="job-page"),
+    path("jobs/<id:pk>/cancel/", jobs.job_cancel, name="job-page-cancel"),
+    path("jobs/<id:pk>/retry/", jobs.job_retry, name="job-page-retry"),
     path("runs/<id:run_id>/", runs.run_detail, name="run_page"),
     path("runs/<id:run_id>/delete/", runs.run_delete, name="run_delete"),
     path("studies/", studies.study_list, name="study_list"),
     path("studies/<id:study_id>/", studies.study_detail, name="study_detail"),
     path("studies/<id:study_id>/train/", studies.study_train, name="study_train"),
+    path("studies/<id:study_id>/pool/extend/", studies.study_extend, name="study_extend"),
     path("studies/<id:study_id>/close/", studies.study_close, name="study_close"),
     path("studies/<id:study_id>/reopen/", studies.study_reopen, name="study_reopen"),
     path("studies/<id:study_id>/delete/", studies.study_delete, name="study_delete"),

@@ -3,7 +3,10 @@
 Every process loads the URLconf at start (system checks, workers, the web server), so this module
 imports no statistics: it asks evaluation.reports, which names the modules that compute."""
 
-from django.http import FileResponse, HttpResponse
+import itertools
+import json
+
+from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
 from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
@@ -15,7 +18,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
-from evaluation.aggregates import AGGREGATES, SOURCES
+from evaluation import alerts, preference_access
+from evaluation.aggregates import AGGREGATES, LABEL_METHODS, SOURCES
 from evaluation.leaderboard_exports import leaderboard_csv, leaderboard_latex
 from evaluation.reports import (
     bundle_archive,
@@ -24,8 +28,11 @@ from evaluation.reports import (
     leaderboard,
     relevance_qrels,
     requested_run_ids,
+    requested_seed,
     resolve_model_runs,
+    soft_label_rows,
     start_judge_card,
+    study_aggregation,
     study_report_or_job,
 )
 from jobs.serializers import JobSerializer
@@ -81,7 +88,8 @@ class StudyQrelsAPI(APIView):
                 "aggregate",
                 OpenApiTypes.STR,
                 enum=list(AGGREGATES),
-                description="majority (ties: the lower label), or the scale value nearest the mean or median.",
+                description="majority (ties: the lower label), the scale value nearest the mean or median, or a "
+                "model of annotator competence (dawid-skene, mace, glad; source humans or both).",
             ),
             OpenApiParameter(
                 "source", OpenApiTypes.STR, enum=list(SOURCES), description="Whose labels (default humans)."
@@ -305,3 +313,171 @@ class CollectionBundleAPI(APIView):
             filename=f"{name}-{slugify(qrels.source)}.zip",
             content_type="application/zip",
         )
+
+
+METHOD_PARAMETERS = [
+    OpenApiParameter(
+        "method",
+        OpenApiTypes.STR,
+        enum=list(LABEL_METHODS),
+        description="majority (ties: the lowest label) or a model of annotator competence; default majority.",
+    ),
+    OpenApiParameter("seed", OpenApiTypes.INT, description="MACE's random start; default the study's seed."),
+]
+
+
+class StudyAggregateAPI(APIView):
+    """aggregate_labels over REST: one label per item, the annotators' competence and each item's
+    posterior (see DESIGN.md's contract). Staff only: competences and answers are staff data."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(parameters=METHOD_PARAMETERS, responses=OpenApiTypes.OBJECT)
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        seed = requested_seed(request.query_params.get("seed"))
+        return Response(study_aggregation(study, request.query_params.get("method", "majority"), seed))
+
+
+class StudySoftLabelsAPI(APIView):
+    """The soft-label export: one JSON line per aggregated item with its whole posterior
+    (`aggregate_labels --soft`), streamed."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=METHOD_PARAMETERS,
+        responses={(200, "application/x-ndjson"): OpenApiResponse(OpenApiTypes.STR, description="JSON lines")},
+    )
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        seed = requested_seed(request.query_params.get("seed"))
+        rows = soft_label_rows(study, request.query_params.get("method", "majority"), seed)
+        first = next(rows, None)  # fit now, so a refusal is a 400 and not a broken stream
+        lines = (json.dumps(row, ensure_ascii=False) + "\n" for row in ([first] if first else []))
+        response = StreamingHttpResponse(
+            itertools.chain(lines, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows)),
+            content_type="application/x-ndjson; charset=utf-8",
+        )
+        method = request.query_params.get("method", "majority")
+        response["Content-Disposition"] = f'attachment; filename="study-{study.pk}-{method}-soft-labels.jsonl"'
+        return response
+
+
+class StudyAgreementAPI(APIView):
+    """The report's agreement per annotator, per label and over time (`agreement_detail`), from
+    the cached report; a large study without one answers 202 with the job computing it."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, 202: JobSerializer})
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        report, job = study_report_or_job(study, (), request.user)
+        if job is not None:
+            return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
+        return Response({"study": study.pk, **report["agreement_detail"]})
+
+
+class AgreementWatchAPI(APIView):
+    """The study's agreement thresholds and batch size (PUT any of `study_threshold`,
+    `annotator_threshold`: a number in [-1, 1] or null; `batch_size`: judgments), with what the
+    last check found. A 400 names the field."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        return Response(alerts.watch_payload(alerts.watch_of(study)))
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses=OpenApiTypes.OBJECT)
+    def put(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        if not isinstance(request.data, dict):
+            raise InputError("send an object of settings", field="body")
+        fields = {str(key): request.data[key] for key in request.data}  # a form's last value per key
+        return Response(alerts.watch_payload(alerts.set_watch(study, **fields)))
+
+
+# --- preference studies ---------------------------------------------------------------------------
+
+SCORE_PARAMETERS = [
+    OpenApiParameter("model", OpenApiTypes.STR, enum=["bradley-terry", "plackett-luce", "elo"]),
+    OpenApiParameter("alpha", OpenApiTypes.FLOAT, description="choix's regularisation (default 0.01)."),
+    OpenApiParameter("intervals", OpenApiTypes.INT, description="Bootstrap resamples (default 0: no intervals)."),
+    OpenApiParameter("seed", OpenApiTypes.INT, description="The bootstrap's seed (default 0)."),
+]
+
+
+class PreferenceScoresAPI(APIView):
+    """A preference study's scores per query (preference_scores' JSON): `queries` (query external
+    id -> scores, ranking, intervals, wins, comparisons, both_bad), `model`, `alpha`, `intervals`."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(parameters=SCORE_PARAMETERS, responses=OpenApiTypes.OBJECT)
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        return Response(preference_access.scores(study, **preference_access.options_from(request.query_params)))
+
+
+class PreferenceQrelsAPI(APIView):
+    permission_classes = [IsAdminUser]
+    renderer_classes = [PlainTextRenderer, JSONRenderer]
+
+    @extend_schema(
+        parameters=SCORE_PARAMETERS[:2],
+        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="qid 0 docid grade")},
+        description="A preference study's ranking as preference qrels: per query the scored passages graded by "
+        "place (best highest), 0 for a passage most answers called 'both bad'.",
+    )
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        lines = preference_access.qrels_lines(study, **preference_access.options_from(request.query_params))
+        return text_download((line + "\n" for line in lines), f"study-{study.pk}-preferences.qrels")
+
+
+class PreferenceComparisonAPI(APIView):
+    """`?runs=1,2[&p=0.95&depth=1000]`: each run's compatibility with the study's preference
+    qrels and Kendall's tau against its human scores, per query and on average."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids."),
+            OpenApiParameter("p", OpenApiTypes.FLOAT, description="Compatibility's persistence (default 0.95)."),
+            OpenApiParameter("depth", OpenApiTypes.INT, description="Compatibility's depth (default 1000)."),
+            *SCORE_PARAMETERS[:2],
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        params = request.query_params
+        options = {**preference_access.comparison_from(params), **preference_access.options_from(params)}
+        options.pop("resamples", None)
+        options.pop("seed", None)
+        return Response(
+            preference_access.compare(study, preference_access.requested_ids(params.get("runs", "")), **options)
+        )
+
+
+class PreferenceRunAPI(APIView):
+    """POST `{name, model, alpha}`: store the study's human ranking as a run (retriever kind
+    "human") -> 201 with `run_id`, `name`, `queries`, `hits`."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        data = request.data if isinstance(request.data, dict) else {}
+        name = data.get("name")
+        if name is not None and not isinstance(name, str):
+            raise InputError("must be text", field="name")
+        options = preference_access.options_from({key: data.get(key) for key in ("model", "alpha")})
+        run = preference_access.human_run(study, name or None, **options)
+        body = {"run_id": run.pk, "name": run.name, "queries": run.query_results.count(), "hits": run.hits.count()}
+        return Response(body, status=status.HTTP_201_CREATED)

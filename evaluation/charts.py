@@ -199,3 +199,50 @@ def differences_svg(differences: list[float], title: str, width: int = 640, heig
         )
     parts.append("</svg>")
     return mark_safe("".join(parts))
+
+
+def agreement_over_time_svg(windows: list[dict], title: str, width: int = 640, height: int = 240) -> SafeString:
+    """Each window's share of agreeing pairs and Cohen's kappa, left to right in time, as two lines
+    on an axis from min(0, lowest value) to 1 (a window without pairs leaves a gap)."""
+    left, right, top, bottom = 48, 12, 44, 28
+    plot_width, plot_height = width - left - right, height - top - bottom
+    series = {
+        "percent_agreement": [window["percent_agreement"] for window in windows],
+        "cohen_kappa": [window["cohen_kappa"] for window in windows],
+    }
+    floor = min([0.0, *(value for values in series.values() for value in values if value is not None)])
+
+    def x(index: int) -> float:
+        return left + plot_width * (index + 0.5) / max(len(windows), 1)
+
+    def y(value: float) -> float:
+        return top + plot_height * (1 - (value - floor) / (1.0 - floor))
+
+    parts = svg_open(title, width, height, "agreement-over-time")
+    for tick in np.linspace(floor, 1.0, 5):
+        parts.append(
+            f'<line x1="{left}" x2="{width - right}" y1="{y(tick):.1f}" y2="{y(tick):.1f}" stroke="{GRID}"/>'
+            f'<text x="{left - 6}" y="{y(tick) + 4:.1f}" font-size="11" text-anchor="end">{tick:.2f}</text>'
+        )
+    colours = {"percent_agreement": BAR_COLOURS["model"], "cohen_kappa": BAR_COLOURS["humans"]}
+    names = {"percent_agreement": "agreeing pairs", "cohen_kappa": "Cohen's kappa"}
+    for name, values in series.items():
+        path, pen_down = [], False
+        for index, value in enumerate(values):
+            if value is None:
+                pen_down = False
+                continue
+            path.append(f"{'L' if pen_down else 'M'}{x(index):.1f},{y(value):.1f}")
+            pen_down = True
+        parts.append(
+            f'<path class="series series-{name}" d="{"".join(path)}" stroke="{colours[name]}" '
+            f'stroke-width="1.5" fill="none"><title>{names[name]}</title></path>'
+        )
+    legend_x = width - right - 230
+    for offset, name in enumerate(series):
+        parts.append(
+            f'<text x="{legend_x + offset * 120}" y="{height - 8}" font-size="11" fill="{colours[name]}">'
+            f"— {names[name]}</text>"
+        )
+    parts.append("</svg>")
+    return mark_safe("".join(parts))

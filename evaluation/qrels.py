@@ -7,6 +7,10 @@ annotators say otherwise):
 - majority: the most frequent label; a tie between labels goes to the lowest of them.
 - mean / median: the scale value nearest to the labels' mean / median; a value exactly halfway
   between two scale values goes to the lower one (so [0, 1] -> 0, [1, 2] -> 1, [0, 2, 2] -> 1).
+- dawid-skene / mace / glad: the label of a model of annotator competence
+  (evaluation.label_models) fitted on every (query, passage) pair of the study at once, seeded
+  with the study's seed; an annotator who labelled one pair in two items counts once (the
+  first item's label). The judge of `both` is one more annotator, named "judge:NAME".
 Staff's adjudication replaces the aggregate of the item. Items nobody judged are left out (and
 counted); only formal work items are exported, never hidden gold or qualification items. Two
 items on the same (query, passage) pool their labels.
@@ -24,8 +28,9 @@ from pathlib import Path
 
 from annotation.models import Study
 from evaluation import label_agreement as stats
-from evaluation.aggregates import AGGREGATES, SOURCES
+from evaluation.aggregates import AGGREGATES, COMPETENCE_MODELS, SOURCES
 from evaluation.bundles import beir_writers, write_folder
+from evaluation.label_models import aggregate as fit_model
 from evaluation.label_report import label_data
 from judges.models import Judge
 from judges.selectors import judge_labels
@@ -93,12 +98,15 @@ def relevance_qrels(
         raise InputError(f"qrels from {source} need a judge", field="judge")
     if aggregate not in AGGREGATES:
         raise InputError(f"unknown aggregate {aggregate!r}: use one of {', '.join(AGGREGATES)}", field="aggregate")
+    if aggregate in COMPETENCE_MODELS and source == "judge":
+        raise InputError(f"{aggregate} weighs annotators; a judge's samples are one rater's", field="aggregate")
     if study.kind != Study.Kind.RELEVANCE:
         raise InputError(f"study {study.pk} is a {study.kind} study; qrels come from relevance studies", field="study")
     data = label_data(study)
     if data.multi_select:
         raise InputError(f"study {study.pk} asks for selections, not relevance labels", field="study")
     labels: dict[tuple[str, str], list[int]] = {}
+    raters: dict[tuple[str, str], dict[str, int]] = {}  # pair -> annotator -> label, for the models
     adjudicated: dict[tuple[str, str], int] = {}
     judged = judge_labels(study, judge) if judge is not None else {}
     for unit in data.units:
@@ -108,18 +116,36 @@ def relevance_qrels(
             labels.setdefault(pair, []).extend(answers)
             continue
         labels.setdefault(pair, []).extend(data.labels(unit) + (answers[:1] if source == "both" else []))
+        for annotator, label in data.ratings[unit.key].items():
+            raters.setdefault(pair, {}).setdefault(annotator, label)
+        if source == "both" and answers:
+            raters.setdefault(pair, {}).setdefault(f"judge:{judge.name}", answers[0])
         if unit.key in data.adjudicated:
             adjudicated[pair] = data.adjudicated[unit.key]
+    modelled = _model_labels(raters, aggregate, data.values, study.seed) if aggregate in COMPETENCE_MODELS else {}
     qrels, unjudged = [], 0
     for pair in sorted(labels):
         if pair in adjudicated:
             qrels.append(Qrel(*pair, adjudicated[pair], tuple(sorted(labels[pair])), False, True))
+        elif labels[pair] and aggregate in COMPETENCE_MODELS:
+            qrels.append(Qrel(*pair, modelled[pair], tuple(sorted(labels[pair])), False, False))
         elif labels[pair]:
             relevance, tie = aggregate_labels(labels[pair], aggregate, data.values)
             qrels.append(Qrel(*pair, relevance, tuple(sorted(labels[pair])), tie, False))
         else:
             unjudged += 1
     return QrelsExport(study, aggregate, qrels, unjudged)
+
+
+def _model_labels(
+    raters: dict[tuple[str, str], dict[str, int]], method: str, values: Sequence[int], seed: int
+) -> dict[tuple[str, str], int]:
+    """(query, passage) -> the competence model's label, the model fitted on every pair at once
+    (tasks are the pairs' indexes in sorted order)."""
+    pairs = sorted(pair for pair, by_annotator in raters.items() if by_annotator)
+    triples = [(name, task, label) for task, pair in enumerate(pairs) for name, label in raters[pair].items()]
+    fitted = fit_model(triples, method, seed=seed, values=values)
+    return {pair: fitted.labels[task] for task, pair in enumerate(pairs)}
 
 
 def write_qrels_file(export: QrelsExport, path: str | Path) -> Path:

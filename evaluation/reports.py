@@ -11,7 +11,7 @@ in the process that first asks for them.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from typing import TYPE_CHECKING, BinaryIO
 
 from celery import signature
@@ -20,6 +20,7 @@ from django.db import transaction
 from django.utils.module_loading import import_string
 
 from annotation.models import Study
+from evaluation import alerts
 from evaluation.models import StudyReport
 from evaluation.selectors import report_fingerprint
 from jobs.models import Job
@@ -27,6 +28,7 @@ from jobs.services import create_job, dispatch
 from judges.models import Judge
 from judges.services import queue_judge_work
 from retrieval.errors import InputError
+from retrieval.input_rules import parse_integer
 from retrieval.models import Collection, Run
 from retrieval.qrels_sources import Qrels
 from retrieval.selectors import get_run, require_done
@@ -43,8 +45,10 @@ COMPARE_RUNS = "evaluation.comparison.compare_runs"
 LEADERBOARD = "evaluation.leaderboard.leaderboard"
 JUDGE_AGREEMENT = "evaluation.judge_agreement.judge_agreement"
 CARD_OPTIONS = "evaluation.judge_card.card_options"
-CARD_TASKS = {"gpu": "evaluation.tasks.judge_card_on_gpu", "cpu": "evaluation.tasks.judge_card_on_cpu"}
+CARD_TASKS = {"gpu": "evaluation.tasks.judge_card_on_gpu", "long": "evaluation.tasks.judge_card_on_long"}
 BUNDLE_ARCHIVE = "evaluation.bundles.bundle_archive"
+STUDY_AGGREGATION = "evaluation.label_aggregation.study_aggregation"
+SOFT_LABEL_ROWS = "evaluation.label_aggregation.soft_label_rows"
 
 
 def requested_run_ids(values: Iterable[str]) -> list[str]:
@@ -87,11 +91,15 @@ def stored_payload(study: Study, model_runs: Sequence[Run], fingerprint: str) ->
 
 
 def _computed_and_stored(study: Study, model_runs: Sequence[Run], fingerprint: str) -> dict:
+    """A fresh report, stored; its agreement figures are checked against the study's thresholds
+    (evaluation.alerts) in the same transaction."""
     payload = import_string(STUDY_REPORT)(study, model_runs)
     with transaction.atomic():
         StudyReport.objects.update_or_create(
             study=study, model_runs_key=runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
         )
+        if alerts.watched(study):
+            alerts.check(study, alerts.figures_from_report(payload))
     return payload
 
 
@@ -134,6 +142,24 @@ def relevance_qrels(
 ) -> QrelsExport:
     """evaluation.qrels.relevance_qrels: the study's aggregated labels as TREC qrels."""
     return import_string(RELEVANCE_QRELS)(study, aggregate, source, judge)
+
+
+def requested_seed(value: str | None) -> int | None:
+    """`?seed=` as a whole number, or None for the study's seed."""
+    if value is None or value == "":
+        return None
+    return parse_integer(value.strip(), field="seed")
+
+
+def study_aggregation(study: Study, method: str, seed: int | None = None) -> dict:
+    """evaluation.label_aggregation.study_aggregation: one label per item by `method`, with the
+    annotators' competence and the items' posteriors."""
+    return import_string(STUDY_AGGREGATION)(study, method, seed)
+
+
+def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Iterator[dict]:
+    """evaluation.label_aggregation.soft_label_rows: every aggregated item with its posterior."""
+    return import_string(SOFT_LABEL_ROWS)(study, method, seed)
 
 
 def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None, qrels: str | None = None) -> dict:

@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import connections
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
@@ -24,12 +25,13 @@ from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidat
 from annotation.post_editing import CONDITION_KEY
 from annotation.selectors import counted_judgments, gold_judgments, span_target_text
 from annotation.services.labels import is_correct
+from evaluation.models import AgreementWatch
 from judges.selectors import judge_answers_fingerprint
 from retrieval.chunks import chunks
 from retrieval.models import Hit, Run
 
 # Bump when the report's computation or layout changes, so cached payloads are recomputed.
-REPORT_FORMAT = 3
+REPORT_FORMAT = 4
 
 
 @dataclass(frozen=True)
@@ -75,6 +77,21 @@ def shown_items(study: Study) -> list[ShownItem]:
         ShownItem(item_id, position, query_id, query, tuple(candidates.get(item_id, ())))
         for item_id, position, query_id, query in items
     ]
+
+
+def item_texts(study: Study) -> dict[int, tuple[int, str, list[str]]]:
+    """item id -> (position in the study, query external id, passage external ids of its
+    candidates in display order), for every item: what an export names an item by."""
+    passages: dict[int, list[str]] = {}
+    rows = (
+        ItemCandidate.objects.filter(item__study=study)
+        .order_by("item_id", "position")
+        .values_list("item_id", "passage__external_id")
+    )
+    for item_id, passage in rows.iterator(10_000):
+        passages.setdefault(item_id, []).append(passage)
+    items = Item.objects.filter(study=study).values_list("id", "position", "query__external_id").iterator(10_000)
+    return {item_id: (position, query, passages.get(item_id, [])) for item_id, position, query in items}
 
 
 def _int_columns(rows: QuerySet) -> np.ndarray:
@@ -226,6 +243,41 @@ def run_scores(run: Run, study: Study) -> dict[tuple[int, int], tuple[float, int
 
 
 @dataclass(frozen=True)
+class ShownAnswer:
+    """A counted judgment as the position analysis reads it: how many candidates its item
+    shows, the gold's item position (proxy items; None without one), the item position chosen
+    or selected, and the order the annotator saw (item positions, first shown first; None where
+    not recorded)."""
+
+    candidates: int
+    gold: int | None
+    chosen: tuple[int, ...]
+    shown_order: list[int] | None
+
+
+def shown_answers(study: Study) -> list[ShownAnswer]:
+    """Every counted judgment of the study with what the position analysis needs (see
+    ShownAnswer): two statements, one per item and one per judgment."""
+    items = {
+        item_id: (candidates, None if gold < 0 else gold)
+        for item_id, candidates, gold in Item.objects.filter(study=study, role=Item.Role.WORK)
+        .values("id")
+        .annotate(
+            shown=Count("candidates"),
+            gold=Coalesce(Min("candidates__position", filter=Q(candidates__is_gold=True)), -1),
+        )
+        .values_list("id", "shown", "gold")
+    }
+    rows = counted_judgments(study).order_by().values_list("item_id", "choice__position", "selections", "shown_order")
+    answers = []
+    for item_id, choice, selections, order in rows.iterator(10000):
+        candidates, gold = items[item_id]
+        chosen = (choice,) if choice is not None else tuple(selections or ())
+        answers.append(ShownAnswer(candidates, gold, chosen, order))
+    return answers
+
+
+@dataclass(frozen=True)
 class LabelAnswer:
     """One counted judgment of a label study, as the statistics read it."""
 
@@ -329,6 +381,7 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
             study.label_schema,
             study.context_left,
             study.context_right,
+            study.candidate_order,
         ],
         "judgments": every,
         "items": items,
@@ -338,6 +391,10 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
         "adjudications": adjudications,
         "runs": run_states,
         "judges": judge_answers_fingerprint(study),
+        # Agreement over time is cut into the watch's batches; the competence models fitted depend
+        # on the judgments and this limit.
+        "batch_size": AgreementWatch.objects.filter(study=study).values_list("batch_size", flat=True).first(),
+        "competence_judgments": settings.MARGINALIA_REPORT_COMPETENCE_JUDGMENTS,
     }
     condition = (study.parameters or {}).get(CONDITION_KEY)
     if condition:  # the post-editing condition (items' proposals are set with it, before any judgment)

@@ -41,6 +41,22 @@ def flag(flag: AnnotatorFlag) -> dict:
     }
 
 
+def agreement(study: Study, scope: str, annotator, measure, value, threshold, evidence, checked_at) -> dict:
+    """A study's (scope "study") or an annotator's (scope "annotator") agreement fell below the
+    threshold staff set: the measure, its value, the threshold and the units or pairs behind it."""
+    return {
+        "study": study.pk,
+        "name": study.name,
+        "scope": scope,
+        "annotator": annotator,
+        "measure": measure,
+        "value": value,
+        "threshold": threshold,
+        "evidence": evidence,
+        "checked_at": checked_at.isoformat(),
+    }
+
+
 def job(job: Job) -> dict:
     return {
         "job": job.pk,

@@ -1,6 +1,6 @@
-"""Where the lower apps' events (annotation.events, jobs.events) become webhook deliveries:
-each signal writes its outbox rows inside the sender's transaction and queues them for a
-worker once that commits. Connected when the app is ready (IntegrationsConfig.ready).
+"""Where the lower apps' events (annotation.events, evaluation.events, jobs.events) become webhook
+deliveries: each signal writes its outbox rows inside the sender's transaction and queues them for
+a worker once that commits. Connected when the app is ready (IntegrationsConfig.ready).
 
 Every process imports this module at start, so it names the queueing function instead of
 importing it: queueing loads Celery (about 0.2 s), which only a process that sends an event
@@ -11,6 +11,7 @@ from django.dispatch import receiver
 from django.utils.module_loading import import_string
 
 from annotation.events import annotator_flagged, item_complete, judgment_submitted, study_complete
+from evaluation.events import agreement_low
 from jobs.events import job_finished
 from jobs.models import Job
 
@@ -44,6 +45,12 @@ def on_study_complete(sender, study, **kwargs):
 @receiver(annotator_flagged, dispatch_uid="integrations.annotator_flagged")
 def on_annotator_flagged(sender, flag, **kwargs):
     announce("annotator.flagged", payloads.flag(flag), study_id=flag.study_id)
+
+
+@receiver(agreement_low, dispatch_uid="integrations.agreement_low")
+def on_agreement_low(sender, study, scope, annotator, measure, value, threshold, evidence, checked_at, **kwargs):
+    figures = payloads.agreement(study, scope, annotator, measure, value, threshold, evidence, checked_at)
+    announce(f"{scope}.agreement_low", figures, study_id=study.pk)
 
 
 @receiver(job_finished, dispatch_uid="integrations.job_finished")

@@ -4,14 +4,17 @@ registers judges and queues their work, because the backends load the openai cli
 second): the Celery tasks, judge_study and the reranker import this module, pages and the API
 do not.
 
-Asking is resumable by construction: every answer is stored as soon as its batch returns, keyed
-by (judge version, prompt hash, item, sample), and a run only asks what is not stored yet. A
-killed worker, a cancelled job or a second run therefore never asks a stored prompt again.
+Asking is resumable by construction: every answer is stored as soon as its batch returns (or
+stops: a cancellation or a failed request keeps the answers that arrived), keyed by (judge
+version, prompt hash, item, sample), and a run only asks what is not stored yet. A killed
+worker, a cancelled job or a second run therefore never asks a stored prompt again. Progress
+moves answer by answer, as each arrives, not batch by batch.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import closing
 from dataclasses import dataclass, field
 
 from annotation.models import Item, Study
@@ -54,8 +57,10 @@ class Question:
 
 
 def ask(judge: Judge, questions: Sequence[Question], progress: Progress = no_progress) -> list[JudgeAnswer]:
-    """Ask the judge's backend `questions`, `batch_size` at a time, storing each batch as it
-    returns (so a killed worker resumes where it stopped); the answers, in order."""
+    """Ask the judge's backend `questions`, `batch_size` at a time, progress moving answer by
+    answer; each batch's answers are stored when it ends or stops (a cancellation or a failed
+    request keeps those that arrived), so a killed worker resumes where it stopped. The stored
+    answers, in the questions' order."""
     answers: list[JudgeAnswer] = []
     if not questions:
         return answers
@@ -63,14 +68,20 @@ def ask(judge: Judge, questions: Sequence[Question], progress: Progress = no_pro
     size = judge.settings.get("batch_size", 8)
     for start in range(0, len(questions), size):
         batch = questions[start : start + size]
-        completions = backend.answer([(question.prompt, question.sample) for question in batch])
-        fresh = [
-            answer_from(question.prompt, completion, sample=question.sample, **question.keys)
-            for question, completion in zip(batch, completions, strict=True)
-        ]
-        store_answers(judge, fresh)
-        answers += fresh
-        progress(len(answers) / len(questions), f"{len(answers)}/{len(questions)} answers from {judge}")
+        arrived = []
+        try:
+            with closing(backend.answer_each([(question.prompt, question.sample) for question in batch])) as each:
+                for index, completion in each:
+                    arrived.append((index, completion))
+                    done = len(answers) + len(arrived)
+                    progress(done / len(questions), f"{done}/{len(questions)} answers from {judge}")
+        finally:
+            fresh = [
+                answer_from(batch[index].prompt, completion, sample=batch[index].sample, **batch[index].keys)
+                for index, completion in sorted(arrived, key=lambda pair: pair[0])
+            ]
+            store_answers(judge, fresh)
+            answers += fresh
     return answers
 
 
@@ -89,7 +100,10 @@ def ask_items(judge: Judge, items: Sequence[Item], samples: int, progress: Progr
         for item in items
         if (item.pk, prompts[item.pk].hash, sample) not in stored
     ]
-    progress(0.0, f"{len(pending)} of {len(items) * samples} answers to ask ({judge})")
+    loading = " (loading the model first)" if judge.backend == Judge.Backend.LOCAL and pending else ""
+    progress(
+        0.0, f"0/{len(pending)} answers from {judge}{loading}; {len(items) * samples - len(pending)} stored before"
+    )
     return len(ask(judge, pending, progress))
 
 

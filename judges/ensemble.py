@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 
-from .backends import MAX_ANSWER_CHARACTERS, PROMPT_BACKENDS, Completion, Request
+from .backends import MAX_ANSWER_CHARACTERS, PROMPT_BACKENDS, Backend, Completion, Request
 from .models import Judge, JudgeAnswer
 from .parsing import parse_answer
 from .prompts import Prompt
@@ -44,30 +44,30 @@ def combined(readings: Sequence[dict | None], prompt: Prompt, how: str) -> tuple
     return {key: min(prompt.options, key=lambda value: (abs(value - mean), value))}, ""
 
 
-class EnsembleBackend:
+class EnsembleBackend(Backend):
     def __init__(self, settings: dict):
         self.how = settings["combine"]
         pinned = [member["judge"] for member in settings["members"]]
         versions = Judge.objects.in_bulk(pinned)
         self.members = [versions[pk] for pk in pinned]
 
-    def answer(self, requests: Sequence[Request]) -> list[Completion]:
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        """Every member answers the whole batch first, so the combined answers arrive together."""
         answers = [self._member_answers(member, requests) for member in self.members]
-        completions = []
         for index, (prompt, _sample) in enumerate(requests):
             given = [member_answers[index] for member_answers in answers]
             texts = {f"{member.name} v{member.version}": answer.text for member, answer in zip(self.members, given)}
             raw = json.dumps(texts, ensure_ascii=False)
-            completions.append(
+            yield (
+                index,
                 Completion(
                     raw[:MAX_ANSWER_CHARACTERS],
                     _total(completion.prompt_tokens for completion in given),
                     _total(completion.completion_tokens for completion in given),
                     sum(completion.seconds for completion in given),
                     combined([parse_answer(completion.text, prompt)[0] for completion in given], prompt, self.how),
-                )
+                ),
             )
-        return completions
 
     def _member_answers(self, member: Judge, requests: Sequence[Request]) -> list[Completion]:
         """The member's answer to each request: stored already (same prompt hash and sample), or

@@ -55,12 +55,13 @@ class Judge(models.Model):
     @property
     def queue(self) -> str:
         """Local models run where the GPU is (an ensemble too when one of its members is local);
-        endpoints, runs and imported labels only wait on the network or the database."""
+        endpoints, runs and imported labels only wait on the network or the database, for as
+        long as a study takes, so on the "long" queue, never ahead of short work."""
         if self.backend == self.Backend.ENSEMBLE:
             members = [member["judge"] for member in self.settings.get("members", [])]
             local = Judge.objects.filter(pk__in=members, backend=self.Backend.LOCAL).exists()
-            return "gpu" if local else "cpu"
-        return "gpu" if self.backend == self.Backend.LOCAL else "cpu"
+            return "gpu" if local else "long"
+        return "gpu" if self.backend == self.Backend.LOCAL else "long"
 
 
 class JudgeSecret(models.Model):

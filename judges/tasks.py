@@ -1,6 +1,6 @@
 """Celery tasks: judging a study through `jobs.services.execute` (progress, cancellation, the
-Job's verdict). Local models go to the "gpu" queue, endpoints and runs to "cpu"
-(marginalia/celery.py routes by name)."""
+Job's verdict). Local models go to the "gpu" queue, endpoints and runs to "long" (the job's
+queue; `judge_study_on_cpu` keeps the name it had before the "long" queue, so stored jobs retry)."""
 
 from celery import shared_task
 
@@ -43,8 +43,8 @@ def label_pool_on_gpu(job_id: int, judge_id: int, spec: dict, samples: int = 1) 
     return _label_pool(job_id, judge_id, spec, samples)
 
 
-@shared_task(name="judges.tasks.label_pool_on_cpu")
-def label_pool_on_cpu(job_id: int, judge_id: int, spec: dict, samples: int = 1) -> dict:
+@shared_task(name="judges.tasks.label_pool_on_long")
+def label_pool_on_long(job_id: int, judge_id: int, spec: dict, samples: int = 1) -> dict:
     return _label_pool(job_id, judge_id, spec, samples)
 
 
@@ -62,6 +62,6 @@ def post_edit_on_gpu(job_id: int, study_id: int, judge_id: int, share: float = 1
     return _post_edit(job_id, study_id, judge_id, share, seed)
 
 
-@shared_task(name="judges.tasks.post_edit_on_cpu")
-def post_edit_on_cpu(job_id: int, study_id: int, judge_id: int, share: float = 1.0, seed: int = 0) -> dict:
+@shared_task(name="judges.tasks.post_edit_on_long")
+def post_edit_on_long(job_id: int, study_id: int, judge_id: int, share: float = 1.0, seed: int = 0) -> dict:
     return _post_edit(job_id, study_id, judge_id, share, seed)

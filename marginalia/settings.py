@@ -183,6 +183,11 @@ WHITENOISE_USE_FINDERS = not PRODUCTION
 MARGINALIA_DATA_DIR = Path(os.environ.get("MARGINALIA_DATA_DIR", BASE_DIR / "var"))
 # Studies with at least this many items get their report from a worker job, not the request.
 MARGINALIA_REPORT_JOB_ITEMS = int(os.environ.get("MARGINALIA_REPORT_JOB_ITEMS", "20000"))
+# Reports fit MACE and GLAD beside majority and Dawid-Skene only up to this many counted
+# judgments (they cost ~10x Dawid-Skene); aggregate_labels fits any method at any size.
+MARGINALIA_REPORT_COMPETENCE_JUDGMENTS = int(os.environ.get("MARGINALIA_REPORT_COMPETENCE_JUDGMENTS", "20000"))
+# How often Celery beat has a worker check agreement thresholds (evaluation.alerts).
+MARGINALIA_AGREEMENT_WATCH_SECONDS = float(os.environ.get("MARGINALIA_AGREEMENT_WATCH_SECONDS", "300"))
 MARGINALIA_DENSE_MODEL = os.environ.get("MARGINALIA_DENSE_MODEL", "")  # empty: the bundled MiniLM
 # Coverage: a run whose mean Judged@k under a judged pool's qrels is below this share gets a
 # warning beside its metrics (run page, evaluate_run, leaderboards); each call may set its own.
@@ -305,8 +310,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
-# Celery: one app, two queues. CPU work (BM25, imports, reports) goes to "cpu"; encoding and
-# training go to "gpu", which a worker on a GPU node consumes.
+# Celery: one app, three queues (marginalia/celery.py): short work on "cpu", long work without a
+# GPU on "long" (endpoint judges), encoding, training and local judges on "gpu".
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", REDIS_URL)
@@ -341,6 +346,11 @@ CELERY_BEAT_SCHEDULE = {
     # Jobs whose worker died (no heartbeat for MARGINALIA_STALE_JOB_MINUTES) fail or retry.
     "sweep-stale-jobs": {"task": "jobs.tasks.sweep_stale_jobs", "schedule": MARGINALIA_SWEEP_SECONDS},
     # Webhook deliveries that are due (broker or receiver was down).
+    # Agreement thresholds of studies whose judgments grew by a batch since the last check.
+    "evaluation-watch-agreement": {
+        "task": "evaluation.tasks.watch_agreement",
+        "schedule": MARGINALIA_AGREEMENT_WATCH_SECONDS,
+    },
     "integrations-redeliver-webhooks": {
         "task": "integrations.tasks.redeliver_webhooks",
         "schedule": float(os.environ.get("MARGINALIA_WEBHOOK_REDELIVERY_SECONDS", "60")),

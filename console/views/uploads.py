@@ -8,6 +8,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from console.job_pages import queued_message
 from console.uploads import UPLOAD_KINDS, queue_upload
 from console.views.dashboard import render_dashboard
 from jobs.errors import BrokerUnavailable
@@ -25,5 +26,5 @@ def upload(request):
     except BrokerUnavailable as error:
         return render_dashboard(request, upload_request=request.POST.dict(), upload_error=str(error), status=503)
     kind = UPLOAD_KINDS[job.parameters["upload"]]
-    messages.success(request, f"{kind.label} “{job.parameters['file']}” uploaded; importing as job {job.pk}.")
+    messages.success(request, queued_message(f"{kind.label} “{job.parameters['file']}” uploaded; its import", job))
     return redirect(reverse("dashboard") + "#jobs")

@@ -33,6 +33,8 @@ EVENTS = (
     "item.complete",
     "study.complete",
     "annotator.flagged",
+    "study.agreement_low",
+    "annotator.agreement_low",
     "job.finished",
     "job.failed",
 )

@@ -18,10 +18,12 @@ import json
 import math
 
 import pytest
+from django.contrib.auth import get_user_model
 from django.core.management import CommandError, call_command
 from django.urls import reverse
 
 from annotation.models import Adjudication, Item
+from evaluation.label_models import aggregate
 from evaluation.qrels import aggregate_labels, nearest_scale_value, relevance_qrels
 from retrieval.errors import InputError
 from retrieval.models import Hit
@@ -235,3 +237,41 @@ class TestAPI:
     def test_unknown_study_is_404(self, client, db):
         client.force_login(make_user(staff=True))
         assert client.get("/api/studies/999999/qrels/").status_code == 404
+
+
+@pytest.mark.parametrize("method", ["dawid-skene", "mace", "glad"])
+def test_a_competence_model_labels_every_pair_at_once_and_adjudications_still_win(study, method, client):
+    """The model sees each annotator's labels of every judged pair (the pairs as tasks); the qrel
+    is its label, except where staff adjudicated; the hidden gold item stays out."""
+    annotators = list(
+        get_user_model()
+        .objects.filter(judgments__item__study=study, judgments__item__role=Item.Role.WORK)
+        .distinct()
+        .order_by("pk")
+        .values_list("username", flat=True)
+    )
+    pairs = sorted(pair for pair, labels in LABELS.items() if labels)
+    triples = [
+        (annotator, index, label)
+        for index, pair in enumerate(pairs)
+        for annotator, label in zip(annotators, LABELS[pair])
+    ]
+    expected = aggregate(triples, method, seed=study.seed, values=[0, 1, 2])
+    lines = [
+        f"{query} 0 {passage} {2 if (query, passage) == ('qB', 'd5') else expected.labels[index]}"
+        for index, (query, passage) in enumerate(pairs)
+    ]
+    export = relevance_qrels(study, method)
+    assert export.lines() == lines
+    assert export.summary()["adjudicated"] == 1 and export.summary()["ties"] == 0
+    out = io.StringIO()
+    call_command("export_qrels", study.pk, "--aggregate", method, stdout=out)
+    assert out.getvalue().splitlines() == lines
+    client.force_login(make_user(staff=True))
+    response = client.get(reverse("evaluation:api-study-qrels", args=[study.pk]) + f"?aggregate={method}")
+    assert response.status_code == 200 and response_text(response).splitlines() == lines
+
+
+def test_a_competence_model_is_refused_for_a_judges_samples_alone(study):
+    with pytest.raises(InputError, match="field 'aggregate': glad weighs annotators"):
+        relevance_qrels(study, "glad", "judge", judge=object())

@@ -40,7 +40,7 @@ JUDGE = "SECRET-PROPOSER-NAME"
 RETRIEVER = "secret-proposing-retriever"
 PAYLOAD_KEYS = {
     "finished", "study", "study_name", "kind", "guidelines", "item", "candidates", "context_left", "context_right",
-    "query_text", "more_context", "expires_at", "progress", "qualification",
+    "query_text", "more_context", "expires_at", "progress", "qualification", "keys", "auto_advance",
 }  # fmt: skip
 
 
@@ -243,6 +243,28 @@ def test_the_page_with_a_proposal_adds_the_pre_selection_and_not_one_word_of_pro
     next_page = browser.get(f"/annotate/{study.pk}/").content.decode()
     for body in (response.content.decode(), next_page):
         assert JUDGE not in body and RETRIEVER not in body and "proposal_kept" not in body
+
+
+def test_in_a_study_that_shuffles_per_annotator_the_proposal_is_where_each_annotator_sees_it():
+    """The proposal is stored as an item position; each annotator's payload names the place
+    they see that candidate at, and answering that place keeps it."""
+    study = make_relic_proxy_study(3)
+    Study.objects.filter(pk=study.pk).update(candidate_order=Study.CandidateOrder.ANNOTATOR)
+    proposer(study)
+    call_json_command("post_edit", str(study.pk), "--judge", JUDGE, "--share", "1.0")
+    places = set()
+    for name in ("first", "second", "third", "fourth"):
+        client = api_client(make_annotator(name))
+        payload = client.get(next_url(study)).json()
+        item = Item.objects.get(pk=payload["item"])
+        proposed = item.candidates.get(position=item.proposal["position"])
+        shown = payload["proposal"]["position"]
+        assert payload["candidates"][shown]["id"] == proposed.pk
+        places.add((item.pk, shown))
+        response = client.post(submit_url(study), {"item": item.pk, "position": shown}, format="json")
+        assert response.status_code == 201
+        assert Judgment.objects.get(item=item, annotator__username=name).proposal_kept is True
+    assert len({place for _, place in places}) > 1  # the orders really differ between annotators
 
 
 def test_a_post_editing_study_costs_no_sql_statement_more_than_any_study(django_assert_max_num_queries):

@@ -1,6 +1,6 @@
-"""`export_qrels STUDY_ID [--aggregate majority|mean|median] [--source humans|judge|both --judge NAME]
-[--out FILE] [--beir DIR] [--json]`: a relevance study's aggregated labels (the humans', a judge's,
-or both) as TREC qrels (`qid 0 docid relevance`).
+"""`export_qrels STUDY_ID [--aggregate majority|mean|median|dawid-skene|mace|glad] [--source
+humans|judge|both --judge NAME] [--out FILE] [--beir DIR] [--json]`: a relevance study's aggregated
+labels (the humans', a judge's, or both) as TREC qrels (`qid 0 docid relevance`).
 
 Without --out or --beir the qrels lines go to stdout and nothing else does (like export_run), so
 `export_qrels 3 > study3.qrels` gives a clean file. With --out and/or --beir the files are
@@ -27,8 +27,9 @@ class Command(JsonCommand):
             "--aggregate",
             choices=AGGREGATES,
             default="majority",
-            help="majority vote (ties: the lower label), or the scale value nearest the mean or median "
-            "(halfway: the lower one). Adjudications always win.",
+            help="majority vote (ties: the lower label), the scale value nearest the mean or median "
+            "(halfway: the lower one), or a model of annotator competence (Dawid-Skene, MACE, GLAD; "
+            "humans or both). Adjudications always win.",
         )
         parser.add_argument(
             "--source", choices=SOURCES, default="humans", help="Whose labels: humans, a judge, or both."

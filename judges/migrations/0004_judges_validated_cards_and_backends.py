@@ -7,7 +7,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("judges", "0002_trust_outbound_endpoint_secrets"),
+        ("judges", "0003_first_week_embedded_judge"),
         ("retrieval", "0006_run_cancelled_status"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]

@@ -1,0 +1,190 @@
+"""A study's labels by majority vote or by annotator competence (Dawid-Skene, MACE, GLAD): what
+`aggregate_labels`, `/api/studies/ID/aggregate/`, the soft-label export and the reports show.
+
+`study_aggregation` gives, for every kind (evaluation.ratings says what a unit and a label are):
+`labels` (item id -> the candidate position chosen for proxy items, the scale value for label
+items, the selected paragraph positions for multi-select items), `competence` (annotator ->
+[0, 1], evaluation.label_models says what each model's number is), `posteriors` (item id ->
+label -> probability; multi-select: position -> probability that it is selected),
+`changed_from_majority` (items whose label differs from the majority vote's, ties to the lowest
+label), and the models' own details (Dawid-Skene's confusion matrices, MACE's spamming
+strategies, GLAD's abilities and item difficulties). Staff's adjudications are not applied here
+(the model's answer is what is asked for); qrels exports apply them.
+
+The seed (MACE's random start) is the study's seed unless one is given, so the same judgments
+give the same labels on every call.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from annotation.models import Study
+from evaluation.aggregates import LABEL_METHODS
+from evaluation.label_models import Aggregation, aggregate
+from evaluation.ratings import StudyRatings, study_ratings
+from evaluation.selectors import item_texts
+from retrieval.errors import InputError
+
+# How many items a report lists where a model and the majority disagree (all are counted).
+REPORT_CHANGED_ITEMS = 100
+
+
+def require_method(method: str) -> str:
+    if method not in LABEL_METHODS:
+        raise InputError(f"unknown method {method!r}: use one of {', '.join(LABEL_METHODS)}", field="method")
+    return method
+
+
+def fit(ratings: StudyRatings, method: str, seed: int) -> Aggregation:
+    return aggregate(ratings.triples(), require_method(method), seed=seed, values=ratings.values)
+
+
+class ItemView:
+    """A unit-level aggregation read per item: a multi-select item's label is the positions of
+    its paragraphs labelled 1, its posterior each paragraph's probability of being selected."""
+
+    def __init__(self, ratings: StudyRatings, aggregation: Aggregation):
+        self.ratings, self.aggregation = ratings, aggregation
+        self.units_of_item: dict[int, list] = {}
+        for unit in ratings.units:
+            if unit.key in aggregation.labels:
+                self.units_of_item.setdefault(unit.item, []).append(unit)
+
+    def label(self, item: int):
+        units = self.units_of_item[item]
+        if self.ratings.kind == "multi_select":
+            return [unit.position for unit in units if self.aggregation.labels[unit.key] == 1]
+        return self.aggregation.labels[units[0].key]
+
+    def posterior(self, item: int) -> dict:
+        units = self.units_of_item[item]
+        if self.ratings.kind == "multi_select":
+            return {unit.position: self.aggregation.posteriors[unit.key][1] for unit in units}
+        return self.aggregation.posteriors[units[0].key]
+
+    def items(self) -> list[int]:
+        return list(self.units_of_item)
+
+
+def changed_items(ratings: StudyRatings, model: Aggregation, majority: Aggregation) -> list[int]:
+    """Items (in study order) whose label under `model` differs from the majority vote's."""
+    mine, theirs = ItemView(ratings, model), ItemView(ratings, majority)
+    return [item for item in mine.items() if mine.label(item) != theirs.label(item)]
+
+
+@dataclass(frozen=True)
+class _Fitted:
+    ratings: StudyRatings
+    model: Aggregation
+    majority: Aggregation
+    seed: int
+
+
+def _fitted(study: Study, method: str, seed: int | None) -> _Fitted:
+    """The study's ratings with `method` and the majority vote fitted (the study's seed unless
+    one is given)."""
+    require_method(method)
+    seed = study.seed if seed is None else seed
+    ratings = study_ratings(study)
+    model = fit(ratings, method, seed)
+    return _Fitted(ratings, model, model if method == "majority" else fit(ratings, "majority", seed), seed)
+
+
+def study_aggregation(study: Study, method: str, seed: int | None = None) -> dict:
+    """The aggregate_labels payload (see the module docstring)."""
+    fitted = _fitted(study, method, seed)
+    ratings, model, majority, seed = fitted.ratings, fitted.model, fitted.majority, fitted.seed
+    view = ItemView(ratings, model)
+    changed = changed_items(ratings, model, majority)
+    values = ratings.values
+    return {
+        "study": study.pk,
+        "kind": study.kind,
+        "method": method,
+        "seed": seed,
+        "unit": {"proxy": "item", "labels": "item", "multi_select": "paragraph"}[ratings.kind],
+        "values": values,
+        "items": len(view.items()),
+        "judgments": len({int(pk) for pk in ratings.judgment}),
+        "annotators": len(ratings.annotators),
+        "labels": {item: view.label(item) for item in view.items()},
+        "competence": model.competence,
+        "changed_from_majority": len(changed),
+        "changed_items": changed,
+        "posteriors": {item: view.posterior(item) for item in view.items()},
+        "confusion": (
+            None
+            if model.confusion is None
+            else {name: {"values": values, "matrix": matrix} for name, matrix in model.confusion.items()}
+        ),
+        "annotator_details": model.annotator_details,
+        "item_details": {
+            item: model.task_details[units[0].key]
+            for item, units in view.units_of_item.items()
+            if ratings.kind != "multi_select" and units[0].key in model.task_details
+        },
+    }
+
+
+def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Iterator[dict]:
+    """One JSON-ready row per aggregated item, keeping its whole distribution: `item`, `position`
+    (in the study), `query`, `passage` (label kinds) or `candidates` (proxy and multi-select:
+    passage ids in display order, which the positions index), `method`, `label`, `majority`,
+    `posterior`, `judgments`."""
+    fitted = _fitted(study, method, seed)
+    ratings = fitted.ratings
+    view, majority_view = ItemView(ratings, fitted.model), ItemView(ratings, fitted.majority)
+    judged: dict[int, set] = {}
+    for unit, judgment in zip(ratings.unit.tolist(), ratings.judgment.tolist(), strict=True):
+        judged.setdefault(ratings.units[unit].item, set()).add(judgment)
+    texts = item_texts(study)
+    for item in view.items():
+        position, query, passages = texts[item]
+        shown = {"passage": passages[0]} if ratings.kind == "labels" else {"candidates": passages}
+        yield {
+            "item": item,
+            "position": position,
+            "query": query,
+            **shown,
+            "method": method,
+            "label": view.label(item),
+            "majority": majority_view.label(item),
+            "posterior": {str(key): value for key, value in view.posterior(item).items()},
+            "judgments": len(judged[item]),
+        }
+
+
+def report_section(ratings: StudyRatings, fits: dict[str, Aggregation], seed: int) -> dict:
+    """For the study report: each fitted method (`fits` holds "majority") with its annotators'
+    competence, how many items it labels differently from the majority vote (and the first
+    REPORT_CHANGED_ITEMS of them, with both labels and the method's posterior), and for proxy
+    items each method's share of items whose label is the gold."""
+    majority_view = ItemView(ratings, fits["majority"])
+    gold = {unit.item: unit.gold for unit in ratings.units}
+    methods = {}
+    for method, model in fits.items():
+        view = ItemView(ratings, model)
+        changed = [] if method == "majority" else changed_items(ratings, model, fits["majority"])
+        entry = {
+            "competence": model.competence,
+            "items": len(view.items()),
+            "changed_from_majority": len(changed),
+            "changed_items": [
+                {
+                    "item": item,
+                    "majority": majority_view.label(item),
+                    "label": view.label(item),
+                    "posterior": {str(key): value for key, value in view.posterior(item).items()},
+                }
+                for item in changed[:REPORT_CHANGED_ITEMS]
+            ],
+        }
+        if ratings.kind == "proxy":
+            judged = [item for item in view.items() if gold[item] >= 0]
+            entry["accuracy_vs_gold"] = (
+                sum(view.label(item) == gold[item] for item in judged) / len(judged) if judged else None
+            )
+        methods[method] = entry
+    return {"seed": seed, "methods": methods}
