@@ -35,8 +35,8 @@ BACKOFF_SECONDS = 0.5
 # no answer to the prompt, and an endpoint's text is never stored or shown whole.
 MAX_ANSWER_CHARACTERS = 2000
 # How a CPU answers several greedy prompts: "sequential", "batched" (one padded generate) or
-# "threads". Measured by benchmarks/judge_speed.py on the 2-core development machine (figures
-# in docs/deployment.md); CUDA always batches.
+# "threads". One at a time, as before batching existed, until benchmarks/judge_speed.py shows
+# another faster on a CPU (not measured yet: see docs/deployment.md); CUDA always batches.
 CPU_STRATEGY = "sequential"
 
 
