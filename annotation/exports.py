@@ -11,12 +11,13 @@ from __future__ import annotations
 
 import csv
 import io
+import itertools
 import json
 from collections.abc import Iterable, Iterator
 
 from .models import Item, Study
 from .provenance import item_labels
-from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, judgment_rows
+from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, POST_EDITING_COLUMNS, judgment_rows
 
 JUDGMENT_FORMATS = ("json", "csv", "jsonl")
 ROWS_PER_CHUNK = 500
@@ -38,10 +39,15 @@ def _batches(rows: Iterable[dict]) -> Iterator[list[dict]]:
 
 
 def csv_chunks(rows: Iterable[dict]) -> Iterator[str]:
+    """CSV with EXPORT_COLUMNS, and a post-editing study's two columns after them when its rows
+    carry them (annotation.selectors.judgment_rows)."""
+    rows = iter(rows)
+    first = next(rows, None)
+    extra = tuple(key for key in POST_EDITING_COLUMNS if isinstance(first, dict) and key in first)
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=(*EXPORT_COLUMNS, *extra), lineterminator="\n")
     writer.writeheader()
-    for batch in _batches(rows):
+    for batch in _batches(itertools.chain([first] if first is not None else [], rows)):
         for row in batch:
             writer.writerow(
                 {**row, **{key: "" if row[key] is None else json.dumps(row[key]) for key in JSON_EXPORT_COLUMNS}}

@@ -132,6 +132,10 @@ class Item(models.Model):
     expected_label = models.JSONField(
         null=True, blank=True, help_text="Known answer of a gold or qualification item (label kinds)."
     )
+    # Post-editing studies (annotation/post_editing.py): the answer shown pre-selected as "a
+    # suggested label", {"label": v} or {"position": p}; which judge proposed it is staff's
+    # (Study.parameters["post_editing"]), never part of the item.
+    proposal = models.JSONField(null=True, blank=True, help_text="A proposed answer shown pre-selected.")
 
     class Meta:
         ordering = ["study_id", "position"]
@@ -303,6 +307,10 @@ class Judgment(models.Model):
         blank=True,
         help_text="The item positions of the candidates in the order this annotator saw them (first shown "
         "first); null: not recorded (imported judgments, judgments from before it was recorded).",
+    )
+    proposal_shown = models.BooleanField(default=False, help_text="A proposed answer was shown pre-selected.")
+    proposal_kept = models.BooleanField(
+        null=True, blank=True, help_text="The answer is the proposal (None: no proposal was shown)."
     )
     seconds = models.FloatField(null=True, blank=True)
     server_seconds = models.FloatField(null=True, blank=True)

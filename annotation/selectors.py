@@ -30,6 +30,7 @@ from .models import (
     Study,
     StudyBlock,
 )
+from .post_editing import has_post_editing, proposal_payload
 from .presentation import shown_order, shown_position, study_keys
 
 
@@ -218,10 +219,13 @@ def _named_values(values: list[int], names: dict[str, str]) -> list[dict]:
 
 def annotator_item_payload(assignment: Assignment) -> dict:
     """What the annotator sees for a claimed item: the item as shown, when their claim expires
-    and their progress."""
+    and their progress; in a post-editing study also the proposal shown pre-selected (never
+    who proposed it: annotation.post_editing)."""
+    item = shown_item(assignment.item, assignment.annotator_id)
     return {
         "finished": False,
-        **shown_item(assignment.item, assignment.annotator_id),
+        **item,
+        **proposal_payload(assignment.item, assignment.annotator_id, len(item["candidates"])),
         "expires_at": assignment.expires_at.isoformat(),
         "progress": annotator_progress(assignment.item.study, assignment.annotator_id),
     }
@@ -348,6 +352,9 @@ JUDGMENT_COLUMNS = (
     "void_reason",
     "shown_order",
 )
+# A post-editing study's judgments add these (annotation.post_editing): whether a proposal was
+# shown pre-selected, and whether the answer kept it.
+POST_EDITING_COLUMNS = ("proposal_shown", "proposal_kept")
 # Columns holding lists or objects: written as JSON in the CSV export.
 JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections", "shown_order")
 
@@ -390,16 +397,18 @@ def judgment_rows(study: Study) -> Iterator[dict]:
     position shown of a choice is shown_order.index(position). `correct`: whether
     the answer matches the item's known answer (the gold candidate, or a gold or qualification
     item's expected label), None where there is none. `role` tells hidden gold judgments apart;
-    `unsure` is the annotator's own "I am guessing" mark.
+    `unsure` is the annotator's own "I am guessing" mark; a post-editing study's rows add
+    `proposal_shown` and `proposal_kept` (POST_EDITING_COLUMNS).
     A generator over one joined cursor of values, EXPORT_CHUNK rows a round trip: the exports
     stream it at any study size, and no model instance is built per row."""
+    post_editing = has_post_editing(study)
     judgments = (
         Judgment.objects.filter(item__study=study)
         .order_by("item__position", "submitted_at", "pk")
-        .values(*_JUDGMENT_VALUES)
+        .values(*_JUDGMENT_VALUES, *(POST_EDITING_COLUMNS if post_editing else ()))
     )
     for j in judgments.iterator(EXPORT_CHUNK):
-        yield {
+        row = {
             "judgment": j["pk"],
             "study": study.pk,
             "item": j["item_id"],
@@ -424,6 +433,9 @@ def judgment_rows(study: Study) -> Iterator[dict]:
             "void_reason": j["void_reason"],
             "shown_order": j["shown_order"],
         }
+        if post_editing:
+            row.update({key: j[key] for key in POST_EDITING_COLUMNS})
+        yield row
 
 
 def _judgment_correct(values: dict) -> bool | None:

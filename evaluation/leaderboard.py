@@ -67,7 +67,7 @@ def _depth(value) -> int | None:
     return depth
 
 
-def _scores(runs: Sequence[Run], qrels: Qrels, named: Sequence[tuple[str, Measure]], cutoffs) -> dict:
+def query_scores(runs: Sequence[Run], qrels: Qrels, named: Sequence[tuple[str, Measure]], cutoffs) -> dict:
     """run id -> {"values": name -> per-query values, "judged": cutoff key -> per-query Judged@k,
     "queries": query external ids}, queries in collection order."""
     measures = [measure for _, measure in named]
@@ -82,6 +82,15 @@ def _scores(runs: Sequence[Run], qrels: Qrels, named: Sequence[tuple[str, Measur
     return scores
 
 
+def board_runs(collection: Collection, run_ids: Sequence) -> list[Run]:
+    """The runs named, in order: at least two finished runs, each once, all of `collection`."""
+    runs = collection_runs(run_ids)
+    strangers = [run.pk for run in runs if run.collection_id != collection.pk]
+    if strangers:
+        raise InputError(f"runs {strangers} do not rank collection {collection.name}", field="runs")
+    return runs
+
+
 def _per_query(scores: dict) -> dict:
     """run id -> {"metrics": name -> query -> value, "judged": cutoff key -> query -> Judged@k}."""
 
@@ -94,13 +103,13 @@ def _per_query(scores: dict) -> dict:
     }
 
 
-def _order(means: dict[int, float]) -> list[int]:
+def best_first(means: dict[int, float]) -> list[int]:
     """Run ids best first; equal means keep their given order (sorted is stable)."""
     return sorted(means, key=lambda run_id: -means[run_id])
 
 
 def _place(run_id: int, means: dict[int, float]) -> int:
-    return _order(means).index(run_id) + 1
+    return best_first(means).index(run_id) + 1
 
 
 def _unique_pairs(runs: Sequence[Run], qrels: Qrels, depth: int) -> dict[int, set[tuple[int, int]]]:
@@ -129,7 +138,7 @@ def leave_one_run_out(runs: Sequence[Run], qrels: Qrels, named, depth: int, full
     entries = {}
     for run in runs:
         reduced = qrels.without(unique[run.pk], f"{qrels.label} without run {run.pk}'s own pairs at depth {depth}")
-        values = _scores([run], reduced, named, [])[run.pk]["values"]
+        values = query_scores([run], reduced, named, [])[run.pk]["values"]
         means = {name: column_summary(column)[0] for name, column in values.items()}
         changes = {
             name: _place(run.pk, {**full_means[name], run.pk: means[name]}) - _place(run.pk, full_means[name])
@@ -166,16 +175,13 @@ def leaderboard(
     also `leave_one_out`, `kendall_tau` and `pool_depth` (see the module docstring); with
     `per_query`, `per_query` (run id -> {metrics: metric -> query -> value, judged: cutoff key ->
     query -> Judged@k})."""
-    runs = collection_runs(run_ids)
-    strangers = [run.pk for run in runs if run.collection_id != collection.pk]
-    if strangers:
-        raise InputError(f"runs {strangers} do not rank collection {collection.name}", field="runs")
+    runs = board_runs(collection, run_ids)
     depth = _depth(leave_one_out)
     named = leaderboard_measures(metrics)
     threshold = coverage_threshold(threshold)
     judged = load_qrels(collection, qrels)
     cutoffs = judged_cutoffs(measure for _, measure in named)
-    scores = _scores(runs, judged, named, cutoffs)
+    scores = query_scores(runs, judged, named, cutoffs)
     if not scores[runs[0].pk]["queries"]:
         raise InputError(f"{judged.source} judges none of collection {collection.name}'s queries", field="qrels")
     names = [name for name, _ in named]
@@ -201,7 +207,7 @@ def leaderboard(
         "metrics": names,
         "judged_at": {name: judged_key(measure.cutoff if measure.level is None else None) for name, measure in named},
         "runs": entries,
-        "ranking": {name: _order(full_means[name]) for name in names},
+        "ranking": {name: best_first(full_means[name]) for name in names},
         "tests": paired_tests(
             {run.pk: scores[run.pk]["values"] for run in runs}, names, permutations=permutations, seed=seed
         ),

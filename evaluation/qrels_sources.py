@@ -5,17 +5,19 @@ export of evaluation.qrels, so a leaderboard under a study's labels uses exactly
 `export_qrels` writes.
 
 A judge's labels are gathered by the readers in JUDGE_LABEL_READERS, each `(collection, judge)
--> {(query external id, passage external id): label}`, later readers overriding earlier ones.
-Today one reader: the judge's answers to the items of the collection's relevance studies (the
-aggregate of its samples, as `export_qrels --source judge` gives; a pair asked in several
-studies takes the newest study's label). Labels a judge gives over a whole pool, or qrels
-imported as a judge's, join as one more reader."""
+-> {(query external id, passage external id): label}`, later readers overriding earlier ones:
+the judge's answers to the items of the collection's relevance studies (the aggregate of its
+samples, as `export_qrels --source judge` gives; a pair asked in several studies takes the
+newest study's label), then its answers on (query, passage) pairs (judges.pools: a pool it
+labelled, labels imported as its own, a run it reranked), which override them."""
 
 from __future__ import annotations
 
+from django.db.models import Q
+
 from annotation.models import Study
 from annotation.services import get_study
-from evaluation.qrels import relevance_qrels
+from evaluation.qrels import aggregate_labels, relevance_qrels
 from judges.models import Judge, JudgeAnswer
 from judges.services import get_judge
 from retrieval.errors import InputError
@@ -69,7 +71,27 @@ def study_item_labels(collection: Collection, judge: Judge) -> dict[tuple[str, s
     return labels
 
 
-JUDGE_LABEL_READERS = (study_item_labels,)
+def pair_labels(collection: Collection, judge: Judge) -> dict[tuple[str, str], int]:
+    """The judge's labels on (query, passage) pairs of the collection (a pool it labelled, labels
+    imported as its own, pairs it scored for a rerank): per pair the answers to its newest
+    prompt (an edited template's), their readable labels (or scores) aggregated by majority,
+    ties to the lower one (export_qrels' rule)."""
+    answers = JudgeAnswer.objects.filter(judge=judge, item__isnull=True, query__collection=collection)
+    rows = answers.values_list("pk", "query__external_id", "passage__external_id", "prompt_hash", "parsed")
+    prompts: dict[tuple[str, str], dict[str, tuple[int, list[int]]]] = {}
+    for pk, query, passage, prompt_hash, parsed in rows.iterator(chunk_size=20_000):
+        newest, values = prompts.setdefault((query, passage), {}).get(prompt_hash, (0, []))
+        value = (parsed or {}).get("label", (parsed or {}).get("score"))
+        prompts[(query, passage)][prompt_hash] = (max(newest, pk), values + ([value] if value is not None else []))
+    labels = {}
+    for pair, by_prompt in prompts.items():
+        _, values = max(by_prompt.values(), key=lambda entry: entry[0])
+        if values:
+            labels[pair] = aggregate_labels(values, "majority", ())[0]
+    return labels
+
+
+JUDGE_LABEL_READERS = (study_item_labels, pair_labels)
 
 
 def judge_qrels(collection: Collection, name: str) -> Qrels:
@@ -86,12 +108,7 @@ def judge_qrels(collection: Collection, name: str) -> Qrels:
 
 
 def judge_choices(collection: Collection) -> list[tuple[str, str]]:
-    names = (
-        Judge.objects.filter(
-            answers__item__study__collection=collection, answers__item__study__kind=Study.Kind.RELEVANCE
-        )
-        .values_list("name", flat=True)
-        .distinct()
-        .order_by("name")
-    )
+    on_studies = Q(answers__item__study__collection=collection, answers__item__study__kind=Study.Kind.RELEVANCE)
+    on_pairs = Q(answers__item__isnull=True, answers__query__collection=collection)
+    names = Judge.objects.filter(on_studies | on_pairs).values_list("name", flat=True).distinct().order_by("name")
     return [(f"judge:{name}", f"judge {name}") for name in names]

@@ -26,6 +26,7 @@ from evaluation.selectors import report_fingerprint
 from jobs.models import Job
 from jobs.services import create_job, dispatch
 from judges.models import Judge
+from judges.services import queue_judge_work
 from retrieval.errors import InputError
 from retrieval.input_rules import parse_integer
 from retrieval.models import Collection, Run
@@ -42,6 +43,9 @@ STUDY_REPORT = "evaluation.services.study_report"
 RELEVANCE_QRELS = "evaluation.qrels.relevance_qrels"
 COMPARE_RUNS = "evaluation.comparison.compare_runs"
 LEADERBOARD = "evaluation.leaderboard.leaderboard"
+JUDGE_AGREEMENT = "evaluation.judge_agreement.judge_agreement"
+CARD_OPTIONS = "evaluation.judge_card.card_options"
+CARD_TASKS = {"gpu": "evaluation.tasks.judge_card_on_gpu", "long": "evaluation.tasks.judge_card_on_long"}
 BUNDLE_ARCHIVE = "evaluation.bundles.bundle_archive"
 STUDY_AGGREGATION = "evaluation.label_aggregation.study_aggregation"
 SOFT_LABEL_ROWS = "evaluation.label_aggregation.soft_label_rows"
@@ -166,6 +170,19 @@ def compare_runs(run_ids: Sequence, metrics: str | Sequence[str] | None = None, 
 def leaderboard(collection: Collection, run_ids: Sequence, **options) -> dict:
     """evaluation.leaderboard.leaderboard: the runs ranked under one qrels source."""
     return import_string(LEADERBOARD)(collection, run_ids, **options)
+
+
+def judge_agreement(collection: Collection, run_ids: Sequence, **options) -> dict:
+    """evaluation.judge_agreement.judge_agreement: the runs' leaderboards under the human qrels
+    and under a judge's labels, compared."""
+    return import_string(JUDGE_AGREEMENT)(collection, run_ids, **options)
+
+
+def start_judge_card(judge: Judge, collection: Collection, user=None, **options) -> Job:
+    """Check a judge card's options (evaluation.judge_card.card_options) and queue its
+    computation as a "judge_card" job on the judge's queue (it asks the judge)."""
+    checked = import_string(CARD_OPTIONS)(judge, collection, **options)
+    return queue_judge_work("judge_card", judge, CARD_TASKS, checked, judge.pk, checked, user=user)
 
 
 def bundle_archive(collection: Collection, qrels: Qrels) -> BinaryIO:

@@ -31,6 +31,7 @@ from annotation.models import (
     Study,
     StudyBlock,
 )
+from annotation.post_editing import CONDITION_KEY
 from annotation.selectors import counted_judgments, gold_judgments, span_target_text
 from annotation.services.labels import is_correct
 from evaluation.models import AgreementWatch
@@ -406,4 +407,7 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
         "batch_size": AgreementWatch.objects.filter(study=study).values_list("batch_size", flat=True).first(),
         "competence_judgments": settings.MARGINALIA_REPORT_COMPETENCE_JUDGMENTS,
     }
+    condition = (study.parameters or {}).get(CONDITION_KEY)
+    if condition:  # the post-editing condition (items' proposals are set with it, before any judgment)
+        inputs["post_editing"] = condition
     return hashlib.sha256(json.dumps(inputs, sort_keys=True, default=str).encode()).hexdigest()

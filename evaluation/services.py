@@ -27,6 +27,7 @@ from evaluation.judge_report import proxy_judges
 from evaluation.label_aggregation import label_sources_section
 from evaluation.label_report import label_study_report
 from evaluation.positions import proxy_position_effect
+from evaluation.post_editing import post_editing_report
 from evaluation.preference_report import preference_study_report
 from evaluation.reports import cached_study_report
 from evaluation.selectors import (
@@ -227,12 +228,15 @@ def _random_section(study: Study, complete_items: int) -> dict:
 
 
 def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
-    """The report of the study's kind, as a JSON-ready dict."""
+    """The report of the study's kind, as a JSON-ready dict; a post-editing study's has its
+    conditions compared (`post_editing`)."""
     if study.kind == Study.Kind.PROXY:
-        return proxy_study_report(study, model_runs)
-    if study.kind == Study.Kind.PREFERENCE:
-        return preference_study_report(study, model_runs)
-    return label_study_report(study, model_runs)
+        report = proxy_study_report(study, model_runs)
+    elif study.kind == Study.Kind.PREFERENCE:
+        report = preference_study_report(study, model_runs)
+    else:
+        report = label_study_report(study, model_runs)
+    return {**report, **post_editing_report(study)}
 
 
 def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:

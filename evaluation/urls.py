@@ -5,6 +5,8 @@ from django.urls import path
 from evaluation.api import (
     AgreementWatchAPI,
     CollectionBundleAPI,
+    JudgeAgreementAPI,
+    JudgeCardsAPI,
     LeaderboardAPI,
     PreferenceComparisonAPI,
     PreferenceQrelsAPI,
@@ -38,6 +40,10 @@ urlpatterns = [
     path("studies/<id:study_id>/agreement-watch/", AgreementWatchForm.as_view(), name="agreement-watch"),
     path("api/comparisons/", RunComparisonAPI.as_view(), name="api-run-comparison"),
     path("api/collections/<id:collection_id>/leaderboard/", LeaderboardAPI.as_view(), name="api-leaderboard"),
+    path(
+        "api/collections/<id:collection_id>/judge-agreement/", JudgeAgreementAPI.as_view(), name="api-judge-agreement"
+    ),
+    path("api/judges/<id:pk>/cards/", JudgeCardsAPI.as_view(), name="api-judge-cards"),
     path("api/collections/<id:collection_id>/bundle/", CollectionBundleAPI.as_view(), name="api-collection-bundle"),
     path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
     path("studies/<id:study_id>/preferences/", PreferenceScoresPage.as_view(), name="preference-scores"),

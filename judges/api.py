@@ -12,12 +12,20 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
+from annotation.post_editing import refuse_if_answered
+from jobs.serializers import JobSerializer
 
 from .models import Judge, JudgeSecret
 from .secrets import can_manage_endpoints, change_secret, delete_secret, store_secret
-from .selectors import judge_answer_rows, judge_secret_row, study_judge_results
-from .serializers import JudgeSecretChangeSerializer, JudgeSecretSerializer, JudgeSerializer, JudgingRequestSerializer
-from .services import get_judge
+from .selectors import judge_answer_rows, judge_secret_row, post_editing_state, study_judge_results
+from .serializers import (
+    JudgeSecretChangeSerializer,
+    JudgeSecretSerializer,
+    JudgeSerializer,
+    JudgingRequestSerializer,
+    PostEditingRequestSerializer,
+)
+from .services import get_judge, start_post_editing
 
 
 class ManagesJudgeEndpoints(permissions.BasePermission):
@@ -110,3 +118,25 @@ class JudgeSecretDetailView(APIView):
     def delete(self, request, pk):
         delete_secret(get_object_or_404(JudgeSecret, pk=pk), request.user)
         return Response(status=status.HTTP_204_NO_CONTENT)
+
+
+class StudyPostEditingView(APIView):
+    """GET the study's post-editing condition (who proposed, share, seed, items with a
+    proposal, judgments given with one and kept); POST {judge, share, seed} queues making the
+    study a post-editing study (202 with the "post_edit" job; refused once anyone answered)."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk):
+        return Response(post_editing_state(get_object_or_404(Study, pk=pk)))
+
+    @extend_schema(request=PostEditingRequestSerializer, responses={202: OpenApiTypes.OBJECT})
+    def post(self, request, pk):
+        study = get_object_or_404(Study, pk=pk)
+        form = PostEditingRequestSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        data = form.validated_data
+        refuse_if_answered(study)
+        job = start_post_editing(study, get_judge(data["judge"] or None), data["share"], data["seed"], request.user)
+        return Response({"job": JobSerializer(job).data}, status=status.HTTP_202_ACCEPTED)

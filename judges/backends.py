@@ -34,6 +34,10 @@ BACKOFF_SECONDS = 0.5
 # The most of an answer kept: a judge answers in a few tokens (max_tokens), so more than this is
 # no answer to the prompt, and an endpoint's text is never stored or shown whole.
 MAX_ANSWER_CHARACTERS = 2000
+# How a CPU answers several greedy prompts: "sequential", "batched" (one padded generate) or
+# "threads". One at a time, as before batching existed, until benchmarks/judge_speed.py shows
+# another faster on a CPU (not measured yet: see docs/deployment.md); CUDA always batches.
+CPU_STRATEGY = "sequential"
 
 
 class EndpointUnavailable(Exception):
@@ -47,6 +51,9 @@ class Completion:
     prompt_tokens: int | None
     completion_tokens: int | None
     seconds: float
+    # (parsed answer, failure reason) when the backend has read the answer itself (an ensemble
+    # combining its members' readings); None: the text is parsed as a model's answer.
+    reading: tuple[dict | None, str] | None = None
 
 
 Request = tuple[Prompt, int]  # the prompt and the sample index (0..N-1)
@@ -60,8 +67,8 @@ class Backend:
     def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
         raise NotImplementedError
 
-    def answer(self, requests: Sequence[Request]) -> list[Completion]:
-        arrived = dict(self.answer_each(requests))
+    def answer(self, requests: Sequence[Request], **options) -> list[Completion]:
+        arrived = dict(self.answer_each(requests, **options))
         return [arrived[index] for index in range(len(requests))]
 
 
@@ -95,37 +102,68 @@ def load_local_model(model: str, gguf_file: str) -> tuple:
 
 
 class LocalBackend(Backend):
-    """A causal language model from disk (transformers; GGUF files through `gguf_file`)."""
+    """A causal language model from disk (transformers; GGUF files through `gguf_file`).
+
+    Greedy answers (temperature 0) to several prompts come from one padded `generate` per batch
+    (left padding, attention mask, each prompt tokenised exactly as alone): identical to asking
+    one at a time, and on CUDA several times faster; a batch's answers then arrive together. On
+    a CPU the strategy measured fastest by benchmarks/judge_speed.py is used (CPU_STRATEGY;
+    "sequential", "batched" or "threads": a thread per prompt sharing the model). Sampled
+    answers (temperature > 0) are asked one at a time, so that sample i's seed (seed + i) gives
+    the same text whatever else is asked."""
 
     def __init__(self, settings: dict):
         self.settings = settings
         self.model_path = settings.get("model") or embedded_model_folder()
         self.gguf_file = settings.get("gguf_file") or ("" if settings.get("model") else EMBEDDED_GGUF)
 
-    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
-        for index, (prompt, sample) in enumerate(requests):
-            yield index, self._complete(prompt, sample)
+    def answer_each(self, requests: Sequence[Request], strategy: str | None = None) -> Iterator[tuple[int, Completion]]:
+        """Each request's (index, answer) as it arrives; `strategy` overrides the device's
+        (benchmarks, tests)."""
+        _, _, device = load_local_model(self.model_path, self.gguf_file)
+        if float(self.settings.get("temperature", 0.0)) > 0 or len(requests) < 2:
+            strategy = "sequential"
+        strategy = strategy or ("batched" if device == "cuda" else CPU_STRATEGY)
+        if strategy == "batched":
+            yield from enumerate(self._batched([prompt for prompt, _ in requests]))
+        elif strategy == "threads":
+            with ThreadPoolExecutor(max_workers=len(requests)) as pool:
+                running = {pool.submit(self._complete, *request): index for index, request in enumerate(requests)}
+                for done in as_completed(running):
+                    yield running[done], done.result()
+        else:
+            for index, (prompt, sample) in enumerate(requests):
+                yield index, self._complete(prompt, sample)
 
-    def _complete(self, prompt: Prompt, sample: int) -> Completion:
-        import torch
-
-        model, tokenizer, device = load_local_model(self.model_path, self.gguf_file)
-        started = time.perf_counter()
-        inputs = tokenizer.apply_chat_template(
+    def _inputs(self, prompt: Prompt):
+        _, tokenizer, device = load_local_model(self.model_path, self.gguf_file)
+        return tokenizer.apply_chat_template(
             list(prompt.messages), add_generation_prompt=True, return_tensors="pt", return_dict=True
         ).to(device)
-        temperature = float(self.settings.get("temperature", 0.0))
-        sampling = {"do_sample": False}
-        if temperature > 0:
-            torch.manual_seed(int(self.settings.get("seed", 0)) + sample)
-            sampling = {"do_sample": True, "temperature": temperature}
+
+    def _generate(self, model, tokenizer, inputs: dict, sampling: dict):
+        import torch
+
         with torch.inference_mode():
-            output = model.generate(
+            return model.generate(
                 **inputs,
                 max_new_tokens=int(self.settings.get("max_tokens", 8)),
                 pad_token_id=tokenizer.eos_token_id,
                 **sampling,
             )
+
+    def _complete(self, prompt: Prompt, sample: int) -> Completion:
+        import torch
+
+        model, tokenizer, _ = load_local_model(self.model_path, self.gguf_file)
+        started = time.perf_counter()
+        inputs = self._inputs(prompt)
+        temperature = float(self.settings.get("temperature", 0.0))
+        sampling = {"do_sample": False}
+        if temperature > 0:
+            torch.manual_seed(int(self.settings.get("seed", 0)) + sample)
+            sampling = {"do_sample": True, "temperature": temperature}
+        output = self._generate(model, tokenizer, inputs, sampling)
         prompt_length = inputs["input_ids"].shape[1]
         generated = output[0][prompt_length:]
         return Completion(
@@ -134,6 +172,39 @@ class LocalBackend(Backend):
             int(generated.shape[0]),
             time.perf_counter() - started,
         )
+
+    def _batched(self, prompts: Sequence[Prompt]) -> list[Completion]:
+        """Greedy answers to `prompts` from one generate: each prompt's tokens as it alone would
+        have them, padded on the left to the longest (so every answer starts at the same
+        column), masked; a row's answer ends at its first end-of-sequence token, as it would
+        alone. Seconds are the batch's, shared equally."""
+        import torch
+
+        model, tokenizer, device = load_local_model(self.model_path, self.gguf_file)
+        started = time.perf_counter()
+        encoded = [self._inputs(prompt)["input_ids"][0] for prompt in prompts]
+        width = max(len(ids) for ids in encoded)
+        pad = tokenizer.eos_token_id
+        input_ids = torch.full((len(encoded), width), pad, dtype=encoded[0].dtype, device=device)
+        attention = torch.zeros((len(encoded), width), dtype=torch.long, device=device)
+        for row, ids in enumerate(encoded):
+            input_ids[row, width - len(ids) :] = ids
+            attention[row, width - len(ids) :] = 1
+        output = self._generate(
+            model, tokenizer, {"input_ids": input_ids, "attention_mask": attention}, {"do_sample": False}
+        )
+        seconds = (time.perf_counter() - started) / len(prompts)
+        completions = []
+        ends = model.generation_config.eos_token_id
+        stops = {pad, *(ends if isinstance(ends, list) else [ends])} - {None}
+        for row, ids in enumerate(encoded):
+            generated = output[row, width:].tolist()
+            end = next((index for index, token in enumerate(generated) if token in stops), None)
+            generated = generated if end is None else generated[: end + 1]
+            completions.append(
+                Completion(tokenizer.decode(generated, skip_special_tokens=True), len(ids), len(generated), seconds)
+            )
+        return completions
 
 
 def retry_after_seconds(response) -> float | None:
@@ -255,3 +326,7 @@ class OpenAIBackend(Backend):
             if attempt + 1 < attempts:
                 self.sleep(wait)
         raise EndpointUnavailable(f"{self.url}: no answer after {attempts} tries ({last_error})")
+
+
+# The backends that answer a prompt with a model of their own (an ensemble asks these).
+PROMPT_BACKENDS = {"local": LocalBackend, "openai": OpenAIBackend}

@@ -13,7 +13,7 @@ from django.db.models import Q
 
 from annotation.models import Item
 from outbound.fields import SealedField
-from retrieval.models import Passage, Query
+from retrieval.models import Collection, Passage, Query
 
 
 class Judge(models.Model):
@@ -21,13 +21,17 @@ class Judge(models.Model):
         RUN = "run", "A retrieval run's scores"
         LOCAL = "local", "A model loaded from disk by the worker"
         OPENAI = "openai", "An OpenAI-compatible chat endpoint"
+        IMPORTED = "imported", "Labels imported from a qrels file"
+        ENSEMBLE = "ensemble", "The majority or mean of several judges"
 
     name = models.CharField(max_length=100)
     version = models.PositiveIntegerField(default=1)
     backend = models.CharField(max_length=10, choices=Backend.choices)
     # model / gguf_file, base_url, api_key_secret (the NAME of a JudgeSecret, never the key) or
     # api_key_env (the name of an allowed environment variable), temperature, seed, max_tokens,
-    # concurrency, batch_size, retries, timeout, run (for the run backend).
+    # concurrency, batch_size, retries, timeout, prompt (a built-in prompt, judges.prompts),
+    # run (for the run backend), members and combine (ensemble), collection, file and sha256
+    # (imported labels).
     settings = models.JSONField(default=dict, blank=True)
     created_by = models.ForeignKey(
         django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -50,8 +54,13 @@ class Judge(models.Model):
 
     @property
     def queue(self) -> str:
-        """Local models run where the GPU is; endpoints and runs only wait on the network or the
-        database, for as long as a study takes, so on the "long" queue, never ahead of short work."""
+        """Local models run where the GPU is (an ensemble too when one of its members is local);
+        endpoints, runs and imported labels only wait on the network or the database, for as
+        long as a study takes, so on the "long" queue, never ahead of short work."""
+        if self.backend == self.Backend.ENSEMBLE:
+            members = [member["judge"] for member in self.settings.get("members", [])]
+            local = Judge.objects.filter(pk__in=members, backend=self.Backend.LOCAL).exists()
+            return "gpu" if local else "long"
         return "gpu" if self.backend == self.Backend.LOCAL else "long"
 
 
@@ -114,3 +123,23 @@ class JudgeAnswer(models.Model):
     @property
     def failed(self) -> bool:
         return self.parsed is None
+
+
+class JudgeCard(models.Model):
+    """What is known about one judge version against people on one collection, kept with the
+    version (evaluation.judge_card computes it): item agreement, leaderboard agreement, the bias
+    probes, self-consistency and unreadable answers, with the prompt it was asked in (its
+    template's text and hash), so cards of versions that differ by prompt can be compared."""
+
+    judge = models.ForeignKey(Judge, on_delete=models.CASCADE, related_name="cards")
+    collection = models.ForeignKey(Collection, on_delete=models.CASCADE, related_name="+")
+    human = models.CharField(max_length=100, help_text="The qrels source of the human labels (imported, study:ID).")
+    prompt = models.JSONField(default=dict, blank=True)  # {"name", "hash", "text"} of the template
+    payload = models.JSONField(default=dict)
+    created_by = models.ForeignKey(
+        django_settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["-created_at", "-pk"]

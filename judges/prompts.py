@@ -5,13 +5,24 @@ and API, so no gold flag, provenance or external id can reach a judge unless it 
 annotator too. The wording lives in plain-text templates a researcher can read and change
 (`judges/prompts/{proxy,relevance,quotability,preference}.txt`, or MARGINALIA_JUDGE_PROMPTS_DIR),
 with `$guidelines`, `$question`, `$scale`, `$query`, `$candidates`, `$count`, `$passage`, `$title`
-and (preference) `$answers` filled in. A prompt's hash covers the messages as sent, so editing a template asks again.
+and (preference) `$answers` filled in. A prompt's hash covers the messages as sent, so editing a
+template asks again.
+
+Besides each kind's own template a judge may name a built-in prompt in its `prompt` setting
+(BUILT_IN_PROMPTS). For relevance: `umbrela`, UMBRELA's 0-3 zero-shot relevance prompt (Upadhyay
+et al. 2024, "UMBRELA: UMbrela is the (Open-Source Reproduction of the) Bing RELevance
+Assessor", arXiv:2406.06519), word for word as castorini/umbrela publishes it
+(src/umbrela/prompts/qrel_zeroshot_bing.txt, commit 16cba3e), with `$query` and `$passage` in
+place of its `{query}` and `{passage}`; it answers `##final score: N`, which the parser reads.
+The kind's own relevance template given BIRCO's task objective as guidelines and a 0-10 scale
+is BIRCO's direct-scoring prompt (`pair_prompt`).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from string import Template
@@ -25,6 +36,9 @@ from retrieval.errors import InputError
 MASK = "[masked sentence(s)]"
 NO_GUIDELINES = "(none given)"
 ZERO_TO_TEN = "an integer from 0 (not what the task looks for) to 10 (exactly what it looks for)"
+UMBRELA = "umbrela"
+# Built-in prompt -> the values it answers with (relevance items and pairs only).
+BUILT_IN_PROMPTS = {UMBRELA: (0, 1, 2, 3)}
 
 
 @dataclass(frozen=True)
@@ -44,6 +58,17 @@ class Prompt:
     @property
     def text(self) -> str:
         return "\n\n".join(message["content"] for message in self.messages)
+
+
+def read_objective(path: str | None) -> str:
+    """A task objective (BIRCO's) from a file, given as guidelines to prompts outside a study;
+    "" without one."""
+    if not path:
+        return ""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except OSError as exc:
+        raise InputError(f"cannot read: {exc.strerror}", file=path, field="objective-file") from None
 
 
 def prompts_folder() -> Path:
@@ -95,10 +120,40 @@ def _numbered(candidates: list[dict]) -> str:
     return "\n\n".join(f"{number}. {_passage(candidate)}" for number, candidate in enumerate(candidates, start=1))
 
 
-def item_prompt(item: Item) -> Prompt:
-    """The prompt for one study item, from the annotator's payload of it."""
+def check_prompt_name(name: str, field: str = "settings.prompt") -> None:
+    if name and name not in BUILT_IN_PROMPTS:
+        raise InputError(f"unknown prompt {name!r}; built in: {', '.join(BUILT_IN_PROMPTS)}", field=field)
+
+
+def built_in_prompt(name: str, query: str, passage: str, kind: str = "score") -> Prompt:
+    """A built-in prompt (UMBRELA's) for one (query, passage): kind "relevance" reads the answer
+    as a study label, "score" (pools, reranks) as a score."""
+    values = BUILT_IN_PROMPTS[name]
+    text = _fill(name, {"query": query, "passage": passage})
+    return Prompt(({"role": "user", "content": text},), kind, values, tuple((value, str(value)) for value in values))
+
+
+def item_prompt(item: Item, prompt_name: str = "", order: Sequence[int] | None = None) -> Prompt:
+    """The prompt for one study item, from the annotator's payload of it: the kind's own
+    template, or for a relevance item the built-in prompt `prompt_name` (which must answer on
+    the study's scale; other kinds keep their own template).
+    `order` (proxy items): the display positions in the order to list the candidates, for the
+    position probe; the answer still reads as a display position."""
+    check_prompt_name(prompt_name)
     payload = shown_item(item)
+    if order is not None:
+        by_position = {candidate["position"]: candidate for candidate in payload["candidates"]}
+        payload["candidates"] = [by_position[position] for position in order]
     guidelines = payload["guidelines"].strip() or NO_GUIDELINES
+    if prompt_name and payload["kind"] == Study.Kind.RELEVANCE:
+        values = [entry["value"] for entry in payload["values"]]
+        if tuple(values) != BUILT_IN_PROMPTS[prompt_name]:
+            raise InputError(
+                f"the {prompt_name} prompt answers {list(BUILT_IN_PROMPTS[prompt_name])}; study {payload['study']} "
+                f"asks for {values}",
+                field="settings.prompt",
+            )
+        return built_in_prompt(prompt_name, shown_query(payload), _passage(payload["candidates"][0]), "relevance")
     if payload["kind"] == Study.Kind.PROXY:
         candidates = payload["candidates"]
         text = _fill(
@@ -166,9 +221,13 @@ def _preference_prompt(payload: dict, guidelines: str) -> Prompt:
     )
 
 
-def pair_prompt(query_text: str, passage_text: str, objective: str) -> Prompt:
-    """BIRCO's direct-scoring prompt for a rerank: the relevance template with the task
-    objective as guidelines and a 0-10 scale."""
+def pair_prompt(query_text: str, passage_text: str, objective: str, prompt_name: str = "") -> Prompt:
+    """The prompt scoring one (query, passage) outside a study (a rerank, a pool): BIRCO's direct
+    scoring (the relevance template with the task objective as guidelines and a 0-10 scale), or
+    the built-in prompt `prompt_name`."""
+    check_prompt_name(prompt_name)
+    if prompt_name:
+        return built_in_prompt(prompt_name, query_text, passage_text)
     text = _fill(
         "relevance",
         {

@@ -12,32 +12,20 @@ them (score -(k + rank)). Answers are cached per (judge version, prompt, query, 
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
 from retrieval.models import Hit, Run
 from retrieval.scoring import query_text
 from retrieval.services.external_runs import save_ranked_run
 
-from .asking import backend_for
+from .asking import Question, ask
 from .models import Judge, JudgeAnswer
-from .prompts import MASK, pair_prompt
-from .services import answer_from, get_judge, store_answers
+from .prompts import MASK, pair_prompt, read_objective
+from .services import get_judge
 
 DEFAULT_RERANK_DEPTH = 10
 UNREADABLE_SCORE = -1.0
 TIE_BREAK_SPAN = 0.01
-
-
-def _objective(options: dict) -> str:
-    path = options.get("objective_file")
-    if not path:
-        return ""
-    try:
-        return Path(path).read_text(encoding="utf-8")
-    except OSError as exc:
-        raise InputError(f"cannot read: {exc.strerror}", file=path, field="objective-file") from None
 
 
 def judge_scores(
@@ -45,7 +33,11 @@ def judge_scores(
 ) -> dict[tuple[int, int], float | None]:
     """(query id, passage id) -> the judge's 0-10 score (None when unreadable) for each
     (query, query text, passage) in `pairs`, asking only what is not stored yet."""
-    prompts = {(query.pk, passage.pk): pair_prompt(text, passage.text, objective) for query, text, passage in pairs}
+    prompt_name = judge.settings.get("prompt", "")
+    prompts = {
+        (query.pk, passage.pk): pair_prompt(text, passage.text, objective, prompt_name)
+        for query, text, passage in pairs
+    }
     stored = {
         (query_id, passage_id): parsed
         for query_id, passage_id, prompt_hash, parsed in JudgeAnswer.objects.filter(
@@ -53,20 +45,13 @@ def judge_scores(
         ).values_list("query_id", "passage_id", "prompt_hash", "parsed")
         if (query_id, passage_id) in prompts and prompts[(query_id, passage_id)].hash == prompt_hash
     }
-    pending = [(query, passage) for query, _, passage in pairs if (query.pk, passage.pk) not in stored]
-    if pending:
-        backend = backend_for(judge)
-        size = judge.settings.get("batch_size", 8)
-        for start in range(0, len(pending), size):
-            batch = pending[start : start + size]
-            completions = backend.answer([(prompts[(q.pk, p.pk)], 0) for q, p in batch])
-            answers = [
-                answer_from(prompts[(q.pk, p.pk)], completion, query=q, passage=p)
-                for (q, p), completion in zip(batch, completions)
-            ]
-            store_answers(judge, answers)
-            stored.update({(a.query_id, a.passage_id): a.parsed for a in answers})
-            progress((start + len(batch)) / len(pending), f"{start + len(batch)}/{len(pending)} pairs scored")
+    pending = [
+        Question(prompts[(query.pk, passage.pk)], 0, {"query": query, "passage": passage})
+        for query, _, passage in pairs
+        if (query.pk, passage.pk) not in stored
+    ]
+    for answer in ask(judge, pending, progress):
+        stored[(answer.query_id, answer.passage_id)] = answer.parsed
     return {key: (parsed or {}).get("score") for key, parsed in stored.items()}
 
 
@@ -121,7 +106,11 @@ def rerank_run(
 def rerank_from_options(run: Run, depth: int | None, options: dict, progress: Progress) -> dict:
     """`retrieve --retriever judge --run RUN_ID [--depth k] [--judge NAME] [--objective-file F]`."""
     reranked = rerank_run(
-        run, get_judge(options.get("judge")), depth or DEFAULT_RERANK_DEPTH, _objective(options), progress
+        run,
+        get_judge(options.get("judge")),
+        depth or DEFAULT_RERANK_DEPTH,
+        read_objective(options.get("objective_file")),
+        progress,
     )
     return {
         "run_id": reranked.pk,

@@ -7,11 +7,12 @@ import hashlib
 
 from django.db.models import Count, Max
 
-from annotation.models import Study
+from annotation.models import Item, Judgment, Study
+from annotation.post_editing import CONDITION_KEY
 from jobs.models import Job
 from jobs.services import ACTIVE
 
-from .models import Judge, JudgeAnswer, JudgeSecret
+from .models import Judge, JudgeAnswer, JudgeCard, JudgeSecret
 from .prompts import prompts_folder
 from .services import current_answers, judge_tally, study_judges
 
@@ -37,8 +38,9 @@ def judging_jobs(study: Study) -> list[Job]:
 
 
 def study_judge_results(study: Study) -> list[dict]:
-    """One tally per judge version that answered the study, by judge name."""
-    return [judge_tally(study, judge) for judge in study_judges(study)]
+    """One tally per judge version that answered the study, by judge name, with the version's id
+    (its staff page and /api/judges/ID/cards/)."""
+    return [{**judge_tally(study, judge), "judge_id": judge.pk} for judge in study_judges(study)]
 
 
 def judge_answer_rows(study: Study, judge: Judge | None = None) -> list[dict]:
@@ -109,3 +111,58 @@ def judge_labels(study: Study, judge: Judge) -> dict[int, list[int]]:
         if parsed and parsed.get("label") is not None:
             labels.setdefault(item_id, []).append(parsed["label"])
     return labels
+
+
+def card_summary(card: JudgeCard) -> dict:
+    """A card's headline figures (evaluation.judge_card's payload), for the table that compares
+    the cards of a judge's versions and prompts: kappa with the humans, the first metric's
+    leaderboard agreement, how often it follows the position, its length slope minus the
+    humans', calibration error, self-consistency and the unparseable share."""
+    payload = card.payload
+    leaderboard = payload.get("leaderboard") or {}
+    metric, section = next(iter((leaderboard.get("metrics") or {}).items()), (None, {}))
+    return {
+        "card": card.pk,
+        "judge": card.judge.name,
+        "version": card.judge.version,
+        "backend": card.judge.backend,
+        "collection": payload.get("collection"),
+        "human": card.human,
+        "created_at": card.created_at,
+        "prompt": card.prompt.get("name"),
+        "prompt_sha256": card.prompt.get("sha256"),
+        "pairs": (payload.get("pool") or {}).get("pairs"),
+        "samples": (payload.get("pool") or {}).get("samples"),
+        "kappa": (payload.get("items") or {}).get("kappa"),
+        "metric": metric,
+        "kendall_tau": section.get("kendall_tau"),
+        "tau_ap": section.get("tau_ap"),
+        "follows_position": (payload.get("position") or {}).get("follows_position"),
+        "length_difference": (payload.get("length") or {}).get("difference"),
+        "ece": (payload.get("calibration") or {}).get("ece"),
+        "all_agree": (payload.get("self_consistency") or {}).get("all_agree"),
+        "unparseable": (payload.get("unparseable") or {}).get("share"),
+    }
+
+
+def judge_cards(name: str) -> list[dict]:
+    """The cards of every version of the judge `name`, newest first: each card's summary, its
+    prompt (template text and hash) and its whole payload."""
+    cards = JudgeCard.objects.filter(judge__name=name).select_related("judge")
+    return [{**card_summary(card), "prompt_record": card.prompt, "payload": card.payload} for card in cards]
+
+
+def post_editing_state(study: Study) -> dict:
+    """Staff's view of a study's post-editing condition: who proposed (judge, version), the
+    share and seed, how many items show a proposal, and how many judgments were given with one
+    and kept it."""
+    condition = (study.parameters or {}).get(CONDITION_KEY)
+    judgments = Judgment.objects.filter(item__study=study, voided=False)
+    return {
+        "study": study.pk,
+        "condition": condition,
+        "items_with_proposal": Item.objects.filter(study=study, proposal__isnull=False).count(),
+        "judgments": judgments.count(),
+        "judgments_with_proposal": judgments.filter(proposal_shown=True).count(),
+        "kept": judgments.filter(proposal_kept=True).count(),
+    }

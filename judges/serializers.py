@@ -4,6 +4,7 @@ that holds its key, never a key; a judge secret's value is write-only."""
 from rest_framework import serializers
 
 from jobs.serializers import JobSerializer
+from retrieval.fields import AsciiFloatField, AsciiIntegerField
 
 from .models import Judge
 from .services import MAX_SAMPLES, get_judge, register_judge, start_judging
@@ -44,3 +45,12 @@ class JudgeSecretSerializer(serializers.Serializer):
 
 class JudgeSecretChangeSerializer(serializers.Serializer):
     value = serializers.CharField(write_only=True, trim_whitespace=False, style={"input_type": "password"})
+
+
+class PostEditingRequestSerializer(serializers.Serializer):
+    """POST /api/studies/ID/post-editing/: whose proposals (a judge's name; default the embedded
+    one), on which share of the formal items (0 < share <= 1), drawn with which seed."""
+
+    judge = serializers.CharField(required=False, allow_blank=True, default="")
+    share = AsciiFloatField(required=False, default=1.0, min_value=0.0, max_value=1.0)
+    seed = AsciiIntegerField(required=False, default=0, min_value=0, max_value=2**31 - 1)

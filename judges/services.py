@@ -23,7 +23,7 @@ from retrieval.models import Hit, Run
 
 from .models import Judge, JudgeAnswer
 from .parsing import parse_answer
-from .prompts import Prompt, item_prompt
+from .prompts import Prompt, check_prompt_name, item_prompt
 from .secrets import check_key_source, require_endpoint_permission
 
 if TYPE_CHECKING:
@@ -32,7 +32,7 @@ if TYPE_CHECKING:
 EMBEDDED_JUDGE = "smollm2-135m-local"
 COMMON_SETTINGS = {"temperature": 0.0, "seed": 0, "max_tokens": 8, "batch_size": 8, "concurrency": 4}
 BACKEND_SETTINGS = {
-    Judge.Backend.LOCAL: {"model": "", "gguf_file": ""},
+    Judge.Backend.LOCAL: {"model": "", "gguf_file": "", "prompt": ""},
     Judge.Backend.OPENAI: {
         "base_url": None,
         "model": None,
@@ -40,14 +40,22 @@ BACKEND_SETTINGS = {
         "api_key_env": "",
         "retries": 4,
         "timeout": 60.0,
+        "prompt": "",
     },
     Judge.Backend.RUN: {"run": None},
+    Judge.Backend.ENSEMBLE: {"members": None, "combine": "majority", "prompt": ""},
+    Judge.Backend.IMPORTED: {"collection": None, "file": "", "sha256": None},
 }
+# Backends whose answers come from a model asked a prompt (an ensemble asks its members').
+PROMPTED = (Judge.Backend.LOCAL, Judge.Backend.OPENAI, Judge.Backend.ENSEMBLE)
+ENSEMBLE_COMBINATIONS = ("majority", "mean")
 MAX_SAMPLES = 20
 # By name: judges.tasks imports judges.asking, whose backends load the openai client (most of a
 # second), which a web process that only queues the work never needs.
-GPU_TASK = "judges.tasks.judge_study_on_gpu"
-CPU_TASK = "judges.tasks.judge_study_on_cpu"
+# judge_study_on_cpu keeps the name it had before the "long" queue, so stored jobs retry by it.
+JUDGE_TASKS = {"gpu": "judges.tasks.judge_study_on_gpu", "long": "judges.tasks.judge_study_on_cpu"}
+POOL_TASKS = {"gpu": "judges.tasks.label_pool_on_gpu", "long": "judges.tasks.label_pool_on_long"}
+POST_EDIT_TASKS = {"gpu": "judges.tasks.post_edit_on_gpu", "long": "judges.tasks.post_edit_on_long"}
 
 
 # --- judges -------------------------------------------------------------------------------------
@@ -111,7 +119,36 @@ def validate_settings(backend: str, given: dict | None) -> dict:
         _number(settings, "run", int, 1)
         if not Run.objects.filter(pk=settings["run"], status=Run.Status.DONE).exists():
             raise InputError(f"no finished run {settings['run']}", field="settings.run")
+    if backend == Judge.Backend.ENSEMBLE:
+        settings["members"] = ensemble_members(settings["members"])
+        if settings["combine"] not in ENSEMBLE_COMBINATIONS:
+            raise InputError(f"must be one of {', '.join(ENSEMBLE_COMBINATIONS)}", field="settings.combine")
+    if backend == Judge.Backend.IMPORTED:
+        _number(settings, "collection", int, 1)
+    if "prompt" in settings:
+        check_prompt_name(settings["prompt"])
+        if not settings["prompt"]:
+            del settings["prompt"]  # the kind's own template: judges from before built-in prompts
     return settings
+
+
+def ensemble_members(given: object) -> list[dict]:
+    """An ensemble's members as stored: each judge's latest version now ({"judge": id, "name",
+    "version"}), so an ensemble version always combines the same versions. At least two distinct
+    judges that answer prompts themselves (local or endpoint)."""
+    names = [entry["name"] if isinstance(entry, dict) else entry for entry in given] if isinstance(given, list) else []
+    if len(names) < 2 or not all(isinstance(name, str) and name for name in names) or len(set(names)) < len(names):
+        raise InputError("name at least two different judges", field="settings.members")
+    members = []
+    for name in names:
+        judge = get_judge(name, field="settings.members")
+        if judge.backend not in (Judge.Backend.LOCAL, Judge.Backend.OPENAI):
+            raise InputError(
+                f"judge {name!r} is a {judge.backend} judge; an ensemble's members answer prompts themselves",
+                field="settings.members",
+            )
+        members.append({"judge": judge.pk, "name": judge.name, "version": judge.version})
+    return members
 
 
 def register_judge(name: str, backend: str, settings: dict | None = None, user=None) -> Judge:
@@ -120,10 +157,17 @@ def register_judge(name: str, backend: str, settings: dict | None = None, user=N
     hold judges.manage_judge_endpoints (no user: the command line)."""
     if backend == Judge.Backend.OPENAI:
         require_endpoint_permission(user)
+    if backend == Judge.Backend.IMPORTED:
+        raise InputError("an imported judge is made by importing its labels (import_judge_labels)", field="backend")
+    return judge_version(name, backend, validate_settings(backend, settings), user)
+
+
+def judge_version(name: str, backend: str, settings: dict, user=None) -> Judge:
+    """The judge `name` with these (validated) settings: its latest version when that has them
+    already, else a new version."""
     name = (name or "").strip()
     if not name or len(name) > 100:
         raise InputError("must be 1 to 100 characters", field="name")
-    settings = validate_settings(backend, settings)
     with transaction.atomic():
         latest = Judge.objects.select_for_update().filter(name=name).order_by("-version").first()
         if latest is not None and latest.backend == backend and latest.settings == settings:
@@ -214,7 +258,7 @@ def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
 
 
 def answer_from(prompt: Prompt, completion: Completion, **keys) -> JudgeAnswer:
-    parsed, reason = parse_answer(completion.text, prompt)
+    parsed, reason = completion.reading if completion.reading is not None else parse_answer(completion.text, prompt)
     return JudgeAnswer(
         prompt_hash=prompt.hash,
         raw_response=completion.text,
@@ -253,6 +297,11 @@ def judged_items(study: Study) -> list[Item]:
     )
 
 
+def judge_prompt(item: Item, judge: Judge) -> Prompt:
+    """The prompt `judge` is asked for `item`: its built-in prompt when it names one."""
+    return item_prompt(item, judge.settings.get("prompt", ""))
+
+
 def current_answers(study: Study, judge: Judge, samples: int | None = None):
     """The judge's stored answers to the study's work items for the prompts as they read now
     (an answer to an edited template's old prompt no longer counts)."""
@@ -260,7 +309,7 @@ def current_answers(study: Study, judge: Judge, samples: int | None = None):
     if samples is not None:
         answers = answers.filter(sample__lt=samples)
     if judge.backend != Judge.Backend.RUN:
-        hashes = {item.pk: item_prompt(item).hash for item in judged_items(study)}
+        hashes = {item.pk: judge_prompt(item, judge).hash for item in judged_items(study)}
         keep = [
             answer.pk
             for answer in answers.only("pk", "item_id", "prompt_hash")
@@ -295,22 +344,43 @@ def study_judges(study: Study) -> list[Judge]:
     return list(Judge.objects.filter(answers__item__study=study).distinct().order_by("name", "-version"))
 
 
-def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
-    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "long"."""
+def queue_judge_work(kind: str, judge: Judge, tasks: dict[str, str], parameters: dict, *args, user=None) -> Job:
+    """Queue a job of `kind` that asks `judge`, on its queue (local models "gpu", endpoints,
+    runs and imports "long"); `tasks` names the task per queue; `args` follow the job id."""
+    with transaction.atomic():
+        job = create_job(kind, judge.queue, {"judge": judge.name, "version": judge.version, **parameters}, user=user)
+        dispatch(job, signature(tasks[judge.queue]), *args)
+    return job
+
+
+def _check_samples(samples: int) -> None:
     if not 1 <= samples <= MAX_SAMPLES:
         raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
-    with transaction.atomic():
-        job = create_job(
-            "judge",
-            judge.queue,
-            {"study": study.pk, "judge": judge.name, "version": judge.version, "samples": samples},
-            user=user,
+
+
+def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
+    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "long"."""
+    _check_samples(samples)
+    parameters = {"study": study.pk, "samples": samples}
+    return queue_judge_work("judge", judge, JUDGE_TASKS, parameters, study.pk, judge.pk, samples, user=user)
+
+
+def start_pool_labelling(judge: Judge, spec: dict, samples: int = 1, user=None) -> Job:
+    """Queue the labelling of a pool (judges.pools.pool_pairs' spec) as a "judge_pool" job."""
+    _check_samples(samples)
+    if judge.backend not in PROMPTED:
+        raise InputError(
+            f"judge {judge} is a {judge.backend} judge: it answers no prompts to label a pool", field="judge"
         )
-        dispatch(
-            job,
-            signature(GPU_TASK if judge.queue == "gpu" else CPU_TASK),
-            study.pk,
-            judge.pk,
-            samples,
-        )
-    return job
+    parameters = {"pool": spec, "samples": samples}
+    return queue_judge_work("judge_pool", judge, POOL_TASKS, parameters, judge.pk, spec, samples, user=user)
+
+
+def start_post_editing(study: Study, judge: Judge, share: float = 1.0, seed: int = 0, user=None) -> Job:
+    """Queue making `study` a post-editing study with `judge`'s proposals ("post_edit" job)."""
+    if not 0 < share <= 1:
+        raise InputError(f"must be more than 0 and at most 1, got {share}", field="share")
+    if judge.backend == Judge.Backend.IMPORTED:
+        raise InputError(f"judge {judge} is an imported judge: it proposes no answers to items", field="judge")
+    parameters = {"study": study.pk, "share": share, "seed": seed}
+    return queue_judge_work("post_edit", judge, POST_EDIT_TASKS, parameters, study.pk, judge.pk, share, seed, user=user)

@@ -17,5 +17,6 @@ urlpatterns = [
     path("api/judge-secrets/", api.JudgeSecretsView.as_view(), name="api-judge-secrets"),
     path("api/judge-secrets/<id:pk>/", api.JudgeSecretDetailView.as_view(), name="api-judge-secret"),
     path("api/studies/<id:pk>/judge/", api.StudyJudgingView.as_view(), name="api-study-judge"),
+    path("api/studies/<id:pk>/post-editing/", api.StudyPostEditingView.as_view(), name="api-study-post-editing"),
     path("api/studies/<id:pk>/judge-answers/", api.StudyJudgeAnswersView.as_view(), name="api-study-judge-answers"),
 ]

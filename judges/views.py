@@ -99,12 +99,17 @@ def judge_list(request):
 @staff_required
 @require_http_methods(["GET", "POST"])
 def judge_page(request, pk: int):
-    """GET: one version's settings, every version of its name, and the form for a new version.
-    POST: save the form as a new version (the service decides whether anything changed)."""
+    """GET: one version's settings, every version of its name, the form for a new version, and
+    the cards of every version (templates/judges/_judge_cards.html). POST: save the form as a new
+    version (the service decides whether anything changed). Ensembles and imported labels have
+    no form: they change by register_judge or import_judge_labels."""
     judge = get_object_or_404(Judge.objects.select_related("created_by"), pk=pk)
-    form_class = FORMS[judge.backend]
-    form = form_class(judge=judge)
+    form_class = FORMS.get(judge.backend)
+    form = form_class(judge=judge) if form_class else None
     status = 200
+    if request.method == "POST" and form_class is None:
+        messages.error(request, f"A {judge.get_backend_display()} judge changes from the command line, not here.")
+        return redirect("judges:judge-page", pk=judge.pk)
     if request.method == "POST":
         form = form_class(request.POST, judge=judge)
         if form.is_valid():

@@ -40,6 +40,7 @@ from ..models import (
     QualificationAnswer,
     Study,
 )
+from ..post_editing import proposal_record
 from ..presentation import item_positions, shown_order
 from ..selectors import annotator_item_payload, annotator_progress, finished_payload, item_limit, shown_item
 from .labels import Answer, validate_answer
@@ -352,6 +353,12 @@ def submit_judgment(
                 annotator=annotator,
                 assignment=assignment,
                 **answer.judgment_fields(),
+                **proposal_record(
+                    item,
+                    choice_position=answer.choice.position if answer.choice else None,
+                    label=answer.label,
+                    selections=answer.selections,
+                ),
                 shown_order=order,
                 unsure=bool(unsure),
                 seconds=clamp_seconds(seconds),

@@ -1,10 +1,13 @@
 """`{% load judges_tags %}{% study_judges study %}`: the judges panel of a staff study page (start
 judging, the judges at work with their per-answer progress, the results so far), self-contained
-so any staff page can include it."""
+so any staff page can include it.
+`{% judge_cards judge %}`: the cards section of a judge's staff page (templates/judges/
+_judge_cards.html): every version's cards compared, and this version's latest card in full."""
 
 from django import template
 
 from judges.models import Judge
+from judges.selectors import judge_cards as cards_of
 from judges.selectors import judging_jobs, study_judge_results
 from judges.services import EMBEDDED_JUDGE
 
@@ -23,3 +26,10 @@ def study_judges(context, study):
         "csrf_token": context.get("csrf_token"),
         "next": context["request"].get_full_path() if context.get("request") else "",
     }
+
+
+@register.inclusion_tag("judges/_judge_cards.html")
+def judge_cards(judge: Judge):
+    cards = cards_of(judge.name)
+    own = next((card for card in cards if card["version"] == judge.version), None)
+    return {"judge": judge, "cards": cards, "card": own}

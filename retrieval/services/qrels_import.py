@@ -21,20 +21,15 @@ from ..models import Collection, Qrel
 from .importers import QRELS_HEADER
 
 
-def import_qrels(collection: Collection, path: str | Path, *, progress: Progress = no_progress) -> dict:
-    """Add the file's qrels to `collection`; returns counts of added and already present pairs."""
-    path, file = Path(path), str(path)
-    if collection.runs.exists():
-        raise InputError(
-            f"collection '{collection.name}' has runs, whose ranks and metrics were computed with its"
-            " current qrels; import qrels into a collection without runs (or delete its runs first)",
-            file=file,
-        )
-    progress(0.0, "reading qrels")
+def read_qrels_file(collection: Collection, path: str | Path) -> dict[tuple[int, int], tuple[int, int]]:
+    """(query pk, passage pk) -> (relevance, line) for every line of a TREC qrels file (`qid 0
+    docid relevance` or `qid docid relevance`, BEIR's header allowed) on `collection`; the first
+    bad line is an InputError naming the file, the line and the field. Nothing is written."""
+    file = str(path)
     queries = dict(collection.queries.values_list("external_id", "pk"))
     passages = dict(collection.passages.values_list("external_id", "pk"))
-    wanted: dict[tuple[int, int], tuple[int, int]] = {}  # (query pk, passage pk) -> (relevance, line)
-    for line, row in read_lines(path):
+    wanted: dict[tuple[int, int], tuple[int, int]] = {}
+    for line, row in read_lines(Path(path)):
         columns = row.split()
         if not columns or (line == 1 and columns == QRELS_HEADER):
             continue
@@ -66,6 +61,20 @@ def import_qrels(collection: Collection, path: str | Path, *, progress: Progress
         wanted.setdefault(pair, (relevance, line))
     if not wanted:
         raise InputError("no qrels", file=file)
+    return wanted
+
+
+def import_qrels(collection: Collection, path: str | Path, *, progress: Progress = no_progress) -> dict:
+    """Add the file's qrels to `collection`; returns counts of added and already present pairs."""
+    file = str(path)
+    if collection.runs.exists():
+        raise InputError(
+            f"collection '{collection.name}' has runs, whose ranks and metrics were computed with its"
+            " current qrels; import qrels into a collection without runs (or delete its runs first)",
+            file=file,
+        )
+    progress(0.0, "reading qrels")
+    wanted = read_qrels_file(collection, path)
     stored = {
         (query, passage): relevance
         for query, passage, relevance in Qrel.objects.filter(query__collection=collection).values_list(

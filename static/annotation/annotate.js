@@ -800,6 +800,14 @@
     return region;
   }
 
+  /* Post-editing: the suggested answer (#proposal, its input's name and value) starts selected. */
+  function preselectProposal(f) {
+    var note = document.getElementById("proposal");
+    if (!note) return;
+    var input = f.querySelector('input[name="' + note.dataset.name + '"][value="' + note.dataset.value + '"]');
+    if (input) input.checked = true;
+  }
+
   /* ---- wiring -------------------------------------------------------------------------------- */
 
   var api = {
@@ -837,6 +845,7 @@
         }
       });
       activate(0);
+      preselectProposal(f);
       renderSpans();
     }
   }

@@ -2,9 +2,12 @@
 
     python -m tests.judges.openai_server --port P --log FILE [--answer TEXT | --model]
         [--rate-limit N --retry-after S] [--fail-5xx N] [--delay S] [--keyword W --keyword-answer TEXT]
+        [--answers-by-seed TEXT|TEXT|...]
         [--status CODE --body TEXT [--location URL]]
 
-POST /v1/chat/completions answers with `--answer` (a deterministic responder for fault cases)
+POST /v1/chat/completions answers with `--answer` (a deterministic responder for fault cases;
+with `--answers-by-seed`, the text the request's seed picks: a judge whose samples disagree
+as scripted)
 or, with `--model`, with the embedded SmolLM2 GGUF generating for real (the same model the local
 judge loads). The first N requests can be refused with 429 + Retry-After or 500; with --status,
 every request gets that status and --body as a plain-text body (and --location as Location: a
@@ -33,6 +36,9 @@ def main() -> None:
     parser.add_argument("--model", action="store_true")
     parser.add_argument("--keyword", default="", help="Answer --keyword-answer when the prompt holds this word.")
     parser.add_argument("--keyword-answer", default="SCORE: 9")
+    parser.add_argument(
+        "--answers-by-seed", default="", help="TEXT|TEXT|...: the request with seed s gets the (s mod n)-th text."
+    )
     parser.add_argument("--rate-limit", type=int, default=0)
     parser.add_argument("--retry-after", default="1")
     parser.add_argument("--fail-5xx", type=int, default=0)
@@ -71,7 +77,13 @@ def main() -> None:
                 text, prompt_tokens, completion_tokens = generate(body)
             else:
                 matched = options.keyword and options.keyword in prompt
-                text = options.keyword_answer if matched else options.answer
+                by_seed = options.answers_by_seed.split("|") if options.answers_by_seed else []
+                if matched:
+                    text = options.keyword_answer
+                elif by_seed:
+                    text = by_seed[int(body.get("seed") or 0) % len(by_seed)]
+                else:
+                    text = options.answer
                 prompt_tokens, completion_tokens = len(prompt.split()), 2
             return self._send(
                 200,

@@ -63,6 +63,7 @@ def test_staff_judge_a_study_by_rest_and_read_the_results_and_answers(eager_cele
     assert (job.kind, job.queue, job.status) == ("judge", "long", "succeeded")
     [result] = staff.get(f"/api/studies/{study.pk}/judge/").json()
     assert (result["judge"], result["answered"] + result["failed"]) == ("bm25-run", 2)
+    assert result["judge_id"] == Judge.objects.get(name="bm25-run").pk  # its page: /judges/ID/
     answers = staff.get(f"/api/studies/{study.pk}/judge-answers/", {"judge": "bm25-run"}).json()
     assert [row["item"] for row in answers] == list(study.items.order_by("position").values_list("pk", flat=True))
 
@@ -127,9 +128,9 @@ def test_the_study_judges_partial_offers_the_judges_and_lists_their_results(staf
 
     assert f'action="/studies/{study.pk}/judges/run/"' in html
     assert '<option value="bm25-run"' in html and "smollm2-135m-local" in html
-    assert "<td>bm25-run</td><td>1</td><td>run</td><td>2</td><td>1</td><td>2</td><td>0</td>" in " ".join(
-        html.split()
-    ).replace("> <", "><")
+    link = f'<a href="/judges/{judge.pk}/">bm25-run</a>'
+    row = f"<td>{link}</td><td>1</td><td>run</td><td>2</td><td>1</td><td>2</td><td>0</td>"
+    assert row in " ".join(html.split()).replace("> <", "><")
     response = staff_client.post(f"/studies/{study.pk}/judges/run/", {"judge": "bm25-run", "next": "/studies/"})
     assert response.status_code == 302 and response["Location"] == "/studies/"
     assert Job.objects.get().parameters == {"study": study.pk, "judge": "bm25-run", "version": 1, "samples": 1}

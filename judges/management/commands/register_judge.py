@@ -15,7 +15,7 @@ class Command(JsonCommand):
 
     def add_command_arguments(self, parser):
         parser.add_argument("name")
-        parser.add_argument("--backend", required=True, choices=["local", "openai", "run"])
+        parser.add_argument("--backend", required=True, choices=["local", "openai", "run", "ensemble"])
         parser.add_argument(
             "--config", default="{}", help='The settings as JSON, e.g. {"base_url": "...", "model": "..."}.'
         )
