@@ -150,6 +150,7 @@ def proxy_context(report: dict) -> dict:
         "agreement_rows": formatting.agreement_rows(report),
         "annotator_rows": formatting.annotator_rows(report),
         "model_rows": formatting.model_rows(report),
+        "chance": formatting.chance_line(report),
         "unanimous_non_gold": formatting.error_rows(report["error_analysis"]["unanimous_non_gold"], "chosen"),
         "model_failures": {
             run_id: formatting.error_rows(entries, "model_answer")
