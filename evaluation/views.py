@@ -34,7 +34,7 @@ class StudyReportPage(View):
         try:
             report, job = study_report_or_job(study, resolve_model_runs(study, selected), request.user)
         except InputError as exc:
-            report, job, context["error"] = None, None, str(exc)
+            report, job, context["error"] = None, None, exc.for_people()
         # Read after the report: computing one checks the thresholds.
         context["watch"] = alerts.watch_payload(alerts.watch_of(study))
         if "error" in context:
@@ -64,7 +64,7 @@ class AgreementWatchForm(View):
         try:
             alerts.set_watch(study, **fields)
         except InputError as exc:
-            messages.error(request, f"Not saved: {exc}")
+            messages.error(request, f"Not saved. {exc.for_people()}")
         return redirect(f"{target}#agreement-watch")
 
 
@@ -117,7 +117,8 @@ class PreferenceScoresPage(View):
                     **options,
                 )
         except InputError as exc:
-            return render(request, "evaluation/preference_scores.html", {**context, "error": str(exc)}, status=400)
+            context["error"] = exc.for_people()
+            return render(request, "evaluation/preference_scores.html", context, status=400)
         context.update(
             report=report,
             query_tables=preference_formatting.query_tables(report),
@@ -137,7 +138,7 @@ def preference_run(request, study_id):
         options = preference_access.options_from(request.POST)
         run = preference_access.human_run(study, request.POST.get("name", "").strip() or None, **options)
     except InputError as exc:
-        messages.error(request, f"No run stored: {exc}.")
+        messages.error(request, f"No run stored. {exc.for_people()}")
         return redirect("evaluation:preference-scores", study_id=study.pk)
     messages.success(request, f"The human ranking is run {run.pk}, “{run.name}”.")
     return redirect("run_page", run_id=run.pk)
@@ -200,7 +201,7 @@ class RunComparisonPage(View):
         try:
             comparison = compare_runs([part for part in runs_text.split(",") if part.strip()], metrics_text)
         except InputError as exc:
-            return render(request, "evaluation/run_comparison.html", {**context, "error": str(exc)}, status=400)
+            return render(request, "evaluation/run_comparison.html", {**context, "error": exc.for_people()}, status=400)
         metric = request.GET.get("metric") if request.GET.get("metric") in comparison["metrics"] else None
         metric = metric or comparison["metrics"][0]
         names = {run_id: block["name"] for run_id, block in comparison["runs"].items()}

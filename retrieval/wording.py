@@ -4,6 +4,8 @@ words to say, so annotation, evaluation and console share it."""
 
 from __future__ import annotations
 
+import re
+
 VOWELS = "aeiou"
 IRREGULAR_PLURALS = {"is": "are", "was": "were", "has": "have", "this": "these"}
 
@@ -28,3 +30,18 @@ def plural(noun: str, count: int) -> str:
 def counted(count: int, noun: str) -> str:
     """ "1 query", "0 queries", "12 candidates"."""
     return f"{count} {plural(noun, count)}"
+
+
+# An absolute or explicitly relative file-system path (POSIX, home, Windows drive, ./ or ../), as
+# opposed to a URL or a model id such as "sentence-transformers/all-MiniLM-L6-v2".
+_SERVER_PATH = re.compile(r"^(/|~|[A-Za-z]:[\\/]|\.{1,2}[\\/])")
+
+
+def without_server_folders(location: str) -> str:
+    """A location as a page may show it: a server path by its last name only ("beir.zip",
+    "my-model"), because a page must not tell its readers how the server's disk is laid out;
+    URLs, model ids and other names unchanged."""
+    if not location or not _SERVER_PATH.match(location):
+        return location
+    parts = [part for part in re.split(r"[\\/]", location) if part]
+    return parts[-1] if parts else location
