@@ -184,7 +184,7 @@ def report_cache(texts: list[str]) -> None:
 
 def birco_pairs(folder: Path) -> list:
     """(query, gold passage) pairs of BIRCO's RELiC dev set: 50 queries, one book group."""
-    from retrieval.training import TrainingPair
+    from retrieval.training_jobs import TrainingPair
 
     queries, corpus = read_texts(folder / "queries.jsonl"), read_texts(folder / "corpus.jsonl")
     with open(folder / "qrels.tsv", encoding="utf-8") as lines:
@@ -196,7 +196,7 @@ def relic_like_pairs(data: Path, count: int) -> list:
     """RELiC's training recipe on the synthetic books: each masked-quotation query with its
     quotation as the positive, grouped by book so a batch's negatives come from the same book."""
     from benchmarks.paper_scale import QUOTE_LENGTHS, masked_queries, source_sentences, synthetic_book
-    from retrieval.training import TrainingPair
+    from retrieval.training_jobs import TrainingPair
 
     sources = source_sentences(data)
     pairs = []

@@ -67,19 +67,27 @@ class UploadView(APIView):
         return Response(JobSerializer(job).data, status=status.HTTP_202_ACCEPTED)
 
 
-# What /api/ links to, by section: (name, URL name). Staff-only resources say so; annotators
-# reach their own work through /api/annotate/STUDY_ID/next/ and submit/.
+# What /api/ links to, by section: (name, URL name). Every route under /api/ that takes no id is
+# here (tests/console/test_api_docs.py checks it, so a new resource cannot be left out); routes
+# with an id are reached from these. Staff-only resources say so; annotators reach their own
+# work through /api/annotate/STUDY_ID/next/ and submit/.
 API_MAP = {
     "documentation": [("schema", "api-schema"), ("swagger-ui", "api-docs")],
+    "authentication": [("token", "api-token")],
     "retrieval (staff)": [
         ("collections", "collection-list"),
         ("queries", "query-list"),
         ("runs", "run-list"),
+        ("run-import", "run-import-file"),
         ("retrievers", "retriever-list"),
+        ("retriever-training", "retriever-train"),
         ("uploads", "api-uploads"),
     ],
     "jobs (staff)": [("jobs", "job-list")],
     "annotation (staff)": [("studies", "api-studies"), ("judgments", "api-judgments")],
+    "evaluation (staff)": [("comparisons", "evaluation:api-run-comparison")],
+    "judges (staff)": [("judges", "judges:api-judges"), ("judge-secrets", "judges:api-judge-secrets")],
+    "recruiting and webhooks (staff)": [("invitations", "api-invitations"), ("webhooks", "api-webhooks")],
 }
 
 

@@ -23,6 +23,7 @@ NAVIGATION = (
     NavLink("Dashboard", "dashboard"),
     NavLink("Studies", "study_list"),
     NavLink("Compare runs", "evaluation:run-comparison"),
+    NavLink("Judges", "judges:judge-list"),
     NavLink("API", "api-root"),
     NavLink("API docs", "api-docs"),
     NavLink("Admin", "admin:index"),

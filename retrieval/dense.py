@@ -25,7 +25,6 @@ os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 import numpy as np
 import torch
 from django.conf import settings
-from django.db.models import Q
 from sentence_transformers import SentenceTransformer
 from sentence_transformers.sentence_transformer.modules import Normalize
 from sentence_transformers.util import batch_to_device
@@ -316,11 +315,3 @@ class DenseScorer:
         )
         report(1.0, "scored")
         return (query_vectors @ passage_vectors.T).astype(np.float64)
-
-
-def registered_dense_retriever(model: str) -> Retriever | None:
-    """The dense retriever a `--model` value names by id or name (trained models), if any."""
-    match = Q(name=model)
-    if model.isdigit():
-        match |= Q(pk=int(model))
-    return Retriever.objects.filter(match, kind=Retriever.Kind.DENSE).first()

@@ -7,7 +7,7 @@ import json
 from collections.abc import Iterable, Iterator
 
 from django.conf import settings
-from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery
+from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.db.models.functions import Coalesce
 
 from retrieval.errors import InputError
@@ -47,6 +47,16 @@ def runs_for_listing() -> QuerySet[Run]:
 
 def retrievers_for_listing() -> QuerySet[Retriever]:
     return Retriever.objects.select_related("trained_on", "training_job").order_by("-created_at", "-pk")
+
+
+def registered_dense_retriever(model: str) -> Retriever | None:
+    """The dense retriever a `--model` value names by id or name (trained models), if any. Here,
+    not in retrieval.dense: starting a run or a training asks this in the web request, and
+    importing the encoder's module (torch, sentence-transformers) held the browser for 15 s."""
+    match = Q(name=model)
+    if model.isdigit():
+        match |= Q(pk=int(model))
+    return Retriever.objects.filter(match, kind=Retriever.Kind.DENSE).first()
 
 
 def continuable_retrievers() -> QuerySet[Retriever]:

@@ -21,6 +21,7 @@ from retrieval.metrics import run_metrics
 from retrieval.models import Collection, Query, Retriever, Run
 from retrieval.services.runs import DEFAULT_CONTEXT, DEFAULT_DEPTH, get_or_create_retriever, start_run_async
 from retrieval.services.trec_files import start_trec_import
+from retrieval.training_jobs import resolve_base_model, start_training_async
 
 
 @extend_schema_field(OpenApiTypes.BINARY)
@@ -237,8 +238,6 @@ class TrainingParametersSerializer(serializers.Serializer):
     seed = AsciiIntegerField(default=0)
 
     def validate_base_model(self, value: str) -> str | None:
-        from retrieval.training import resolve_base_model  # torch loads only where training is requested
-
         try:
             return resolve_base_model(value)
         except InputError as exc:
@@ -255,8 +254,6 @@ class TrainingRequestSerializer(TrainingParametersSerializer):
     context_right = AsciiIntegerField(default=DEFAULT_CONTEXT[1], min_value=0, max_value=50)
 
     def create(self, validated_data) -> Job:
-        from retrieval.training import start_training_async
-
         parameters = dict(validated_data)
         collection = parameters.pop("collection")
         with service_errors_on_fields():

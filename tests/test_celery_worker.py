@@ -27,15 +27,17 @@ def test_tasks_are_routed_to_their_own_queue_only(redis_url):
     client.send_task("retrieval.tasks.run_dense", args=[0, 0])
     client.send_task("retrieval.tasks.run_bm25", args=[0, 0])
     client.send_task("jobs.tasks.ping", queue="gpu")
+    client.send_task("judges.tasks.judge_study_on_cpu", args=[0, 0, 0])
+    client.send_task("integrations.tasks.deliver_webhook", args=[0])
     broker = redis.Redis.from_url(quiet_url)
     try:
-        assert (broker.llen("gpu"), broker.llen("cpu")) == (2, 1)
+        assert (broker.llen("gpu"), broker.llen("cpu"), broker.llen("long")) == (2, 2, 1)
     finally:
         broker.flushdb()
         broker.close()
 
 
-@pytest.mark.parametrize("queue", ["cpu", "gpu"])
+@pytest.mark.parametrize("queue", ["cpu", "long", "gpu"])
 def test_the_worker_answers_a_ping_on_each_queue(worker, redis_url, platform, queue):
     result = celery_client(redis_url).send_task("jobs.tasks.ping", queue=queue)
     assert result.get(timeout=WAIT_SECONDS) == "pong", worker_log(platform)

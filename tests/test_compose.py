@@ -7,9 +7,11 @@ import re
 import pytest
 import yaml
 
+from jobs.management.commands.run_platform import worker_commands
+from marginalia.celery import QUEUES
 from tests.conftest import PROJECT_ROOT
 
-APP_SERVICES = ("web", "worker-cpu", "worker-gpu")
+APP_SERVICES = ("web", "worker-cpu", "worker-long", "worker-gpu")
 
 
 @pytest.fixture(scope="module")
@@ -29,8 +31,8 @@ def command(service: dict) -> str:
     return " ".join(value) if isinstance(value, list) else value
 
 
-def test_the_deployment_has_its_database_broker_web_server_and_two_workers(services):
-    assert set(services) >= {"postgres", "redis", "web", "worker-cpu", "worker-gpu"}
+def test_the_deployment_has_its_database_broker_web_server_and_a_worker_per_queue(services):
+    assert set(services) >= {"postgres", "redis", "web", "worker-cpu", "worker-long", "worker-gpu"}
     assert services["postgres"]["image"].startswith("postgres:")
     assert services["redis"]["image"].startswith("redis:")
 
@@ -40,11 +42,29 @@ def test_the_web_server_is_gunicorn_on_the_wsgi_app(services):
     assert any(str(port).endswith(":8000") for port in services["web"]["ports"])
 
 
-@pytest.mark.parametrize(("service", "queue"), [("worker-cpu", "cpu"), ("worker-gpu", "gpu")])
+@pytest.mark.parametrize(("service", "queue"), [("worker-cpu", "cpu"), ("worker-long", "long"), ("worker-gpu", "gpu")])
 def test_each_worker_consumes_exactly_its_queue(services, service, queue):
     words = command(services[service]).split()
     assert words[:4] == ["celery", "-A", "marginalia", "worker"]
     assert words[words.index("-Q") + 1] == queue
+
+
+def worker_settings(words: list[str]) -> tuple[str, str, str]:
+    """(queues, concurrency, node name) of a `celery worker` command line."""
+    return tuple(words[words.index(option) + 1] for option in ("-Q", "--concurrency", "--hostname"))
+
+
+def test_the_compose_workers_are_the_workers_run_platform_starts_on_one_machine(services):
+    """Every queue has its worker, with the processes and node name run_platform gives it, so a
+    long judge holds back no short job in either deployment."""
+    composed = sorted(
+        worker_settings(command(service).split())
+        for service in services.values()
+        if "command" in service and " worker " in command(service)
+    )
+    on_one_machine = sorted(worker_settings(words) for _, words in worker_commands())
+    assert composed == on_one_machine
+    assert sorted(queues for queues, _, _ in composed) == sorted(QUEUES)
 
 
 def test_the_gpu_worker_reserves_nvidia_gpus(services):

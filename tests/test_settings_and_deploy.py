@@ -5,6 +5,7 @@ seeding it twice changes nothing."""
 import io
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -16,14 +17,14 @@ from pathlib import Path
 
 import pytest
 from django.contrib.auth import authenticate
-from django.core.management import call_command
+from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
 from annotation.models import Study
 from demo import build_relic
 from demo.accounts import demo_accounts
 from demo.seed import DEMO_COLLECTION, DEMO_STUDY, DEMO_STUDY_ITEMS
-from jobs.management.commands.run_platform import Supervisor, free_port, stop_process
+from jobs.management.commands.run_platform import Supervisor, free_port, stop_process, worker_commands
 from retrieval.models import Collection, Run
 from retrieval.text import split_sentences
 from tests.conftest import PROJECT_ROOT
@@ -169,6 +170,25 @@ def test_the_supervisor_stops_everything_when_one_child_dies():
 
     assert dead == ("crasher", 3)
     assert sleeper.poll() is not None
+
+
+def test_run_platform_starts_one_worker_per_queue_and_refuses_odd_queue_settings_in_one_line():
+    assert [
+        (name, words[words.index("-Q") + 1], words[words.index("--concurrency") + 1])
+        for name, words in worker_commands()
+    ] == [
+        ("celery worker (cpu)", "cpu", "2"),
+        ("celery worker (long)", "long", "1"),
+        ("celery worker (gpu)", "gpu", "1"),
+    ]
+    assert [words[words.index("--concurrency") + 1] for _, words in worker_commands("gpu,cpu", "cpu=4")] == ["1", "4"]
+    for queues, concurrency, refusal in [
+        ("cpu,fast", "", "--queues: use some of cpu, long, gpu, got 'cpu,fast'"),
+        ("cpu", "cpu=0", "--concurrency: 'cpu=0' is not QUEUE=N"),
+        ("cpu", "gpu=two", "--concurrency: 'gpu=two' is not QUEUE=N"),
+    ]:
+        with pytest.raises(CommandError, match=re.escape(refusal)):
+            worker_commands(queues, concurrency)
 
 
 def processes_with(marker: str) -> list[int]:

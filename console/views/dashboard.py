@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Study
+from console.job_pages import queued_message
 from console.uploads import OPTION_LABELS, UPLOAD_KINDS, option_kind_classes
 from jobs.selectors import top_level_jobs
 from retrieval import selectors
@@ -34,6 +35,12 @@ DEFAULT_RUN_REQUEST = {
     "model": "",
 }
 DEFAULT_TRAINING_REQUEST = request_defaults(TrainingRequestSerializer)
+# What "Start a run" offers: the kinds the run form can start (an imported run is uploaded, not run).
+STARTABLE_RETRIEVERS = [
+    (kind, label)
+    for kind, label in Retriever.Kind.choices
+    if kind in RunRequestSerializer().fields["retriever"].choices
+]
 
 
 def render_dashboard(
@@ -61,7 +68,7 @@ def render_dashboard(
             "retrievers": selectors.retrievers_for_listing(),
             "continuable_retrievers": selectors.continuable_retrievers(),
             "default_model": selectors.default_dense_model_label(),
-            "retriever_kinds": Retriever.Kind.choices,
+            "retriever_kinds": STARTABLE_RETRIEVERS,
             "run_request": run_request or DEFAULT_RUN_REQUEST,
             "errors": errors or {},
             "training_request": training_request or DEFAULT_TRAINING_REQUEST,
@@ -91,7 +98,7 @@ def dashboard(request):
         return render_dashboard(
             request, run_request={**DEFAULT_RUN_REQUEST, **request.POST.dict()}, errors=errors, status=400
         )
-    messages.success(request, f"Run {run.pk} queued as job {run.job_id} on the {run.job.queue} queue.")
+    messages.success(request, queued_message(f"Run {run.pk}", run.job))
     for warning in run.parameters.get("warnings", []):
         messages.warning(request, f"Run {run.pk}: {warning}.")
     return redirect("dashboard")
@@ -112,7 +119,6 @@ def start_training(request):
         )
     messages.success(
         request,
-        f"Training of “{job.parameters['name']}” queued as job {job.pk} on the {job.queue} queue;"
-        " the retriever is registered when it finishes.",
+        queued_message(f"Training of “{job.parameters['name']}”", job, "the retriever is registered when it finishes."),
     )
     return redirect(reverse("dashboard") + "#jobs")

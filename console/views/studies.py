@@ -20,6 +20,7 @@ from annotation.services import void_judgment
 from annotation.services.lifecycle import close_study, delete_study, reopen_study
 from annotation.services.pools import extend_pool
 from annotation.ui_selectors import staff_studies, staff_study_summary
+from console.job_pages import queued_message
 from console.selectors import annotator_rows, study_facts, study_item_rows
 from retrieval import selectors as retrieval_selectors
 from retrieval.access import staff_required
@@ -96,8 +97,11 @@ def study_train(request, study_id: int):
         )
     messages.success(
         request,
-        f"Training of “{job.parameters['name']}” on {job.parameters['pairs']} pairs from the "
-        f"judgments of “{study.name}” queued as job {job.pk} on the {job.queue} queue.",
+        queued_message(
+            f"Training of “{job.parameters['name']}” on {job.parameters['pairs']} pairs from the judgments of "
+            f"“{study.name}”",
+            job,
+        ),
     )
     return redirect(reverse("dashboard") + "#jobs")
 

@@ -10,6 +10,7 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
+from console.job_pages import queued_message
 from console.uploads import OPTION_LABELS, UPLOAD_KINDS, queue_upload
 from console.views.dashboard import render_dashboard
 from jobs.errors import BrokerUnavailable
@@ -35,5 +36,5 @@ def upload(request):
             status=400 if isinstance(error, InputError) else 503,
         )
     kind = UPLOAD_KINDS[job.parameters["upload"]]
-    messages.success(request, f"{kind.label} “{job.parameters['file']}” uploaded; importing as job {job.pk}.")
+    messages.success(request, queued_message(f"{kind.label} “{job.parameters['file']}” uploaded; its import", job))
     return redirect(reverse("dashboard") + "#jobs")

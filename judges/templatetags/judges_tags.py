@@ -1,10 +1,11 @@
 """`{% load judges_tags %}{% study_judges study %}`: the judges panel of a staff study page (start
-judging, the results so far), self-contained so any staff page can include it."""
+judging, the judges at work with their per-answer progress, the results so far), self-contained
+so any staff page can include it."""
 
 from django import template
 
 from judges.models import Judge
-from judges.selectors import study_judge_results
+from judges.selectors import judging_jobs, study_judge_results
 from judges.services import EMBEDDED_JUDGE
 
 register = template.Library()
@@ -18,6 +19,7 @@ def study_judges(context, study):
         "judge_names": names,
         "embedded_judge": EMBEDDED_JUDGE,
         "results": study_judge_results(study),
+        "working": judging_jobs(study),
         "csrf_token": context.get("csrf_token"),
         "next": context["request"].get_full_path() if context.get("request") else "",
     }

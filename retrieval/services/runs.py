@@ -25,6 +25,7 @@ from retrieval.metrics import evaluate_run
 from retrieval.models import Collection, Hit, Qrel, Retriever, Run, RunQuery
 from retrieval.planner import refresh_statistics
 from retrieval.scoring import Scorer, query_text
+from retrieval.selectors import registered_dense_retriever
 
 from .candidates import CandidateSet, PassageRow, candidate_sets
 from .run_status import delete_results, settle_run
@@ -56,8 +57,6 @@ def get_or_create_retriever(kind: str, *, k1: float = DEFAULT_K1, b: float = DEF
         )
         return retriever
     if kind == Retriever.Kind.DENSE:
-        from retrieval.dense import registered_dense_retriever
-
         registered = registered_dense_retriever(model) if model else None
         if registered:
             return registered

@@ -1,14 +1,15 @@
 """Training a dense retriever on a study's judgments from the staff study page (and its API
-twin): it queues a "train" job with the study's pairs and context sizes, exactly as the
-`train_from_study` command does, refuses bad input beside its field, and is for staff only."""
+twin): it queues a "train" job with the study's settings and context sizes, exactly as the
+`train_from_study` command does, whose worker builds the pairs (the request only counts them and
+loads no model); bad input is refused beside its field; staff only."""
 
 import re
 
 import pytest
 
-from annotation.training_pairs import study_training_pairs
+from annotation import tasks
+from annotation.services.study_training import study_training_arguments
 from jobs.models import Job
-from retrieval import tasks
 from retrieval.models import Retriever
 from tests.factories import (
     add_judgment,
@@ -54,7 +55,7 @@ def sent_tasks(monkeypatch):
     """The training tasks dispatched: (args, queue) of each, recorded instead of sent."""
     sent = []
     monkeypatch.setattr(
-        tasks.train_retriever,
+        tasks.train_on_study,
         "apply_async",
         lambda args=None, kwargs=None, **options: sent.append((args, options["queue"])),
     )
@@ -74,12 +75,11 @@ def test_staff_queue_a_training_on_the_studys_pairs(
     job = Job.objects.get()
     assert response.redirect_chain == [("/dashboard/#jobs", 302)]
     assert (
-        f"Training of “from experts” on 4 pairs from the judgments of “{judged_study.name}” queued as job {job.pk}"
-        in (response.content.decode())
+        f"Training of “from experts” on 6 pairs from the judgments of “{judged_study.name}” queued as "
+        f'<a href="/jobs/{job.pk}/">job {job.pk}</a> on the gpu queue.' in (response.content.decode())
     )
     assert (job.kind, job.queue, job.status) == ("train", "gpu", Job.Status.PENDING)
-    assert job.parameters == {
-        "collection": judged_study.collection.name,
+    settings = {
         "name": "from experts",
         "base_model": None,
         "batch_size": 4,
@@ -91,16 +91,17 @@ def test_staff_queue_a_training_on_the_studys_pairs(
         "seed": 5,
         "context_left": 2,
         "context_right": 0,
-        "pairs": 4,
+    }
+    assert job.parameters == {
+        "collection": judged_study.collection.name,
+        **settings,
+        "pairs": 6,
+        "study": judged_study.pk,
     }
     [(args, queue)] = sent_tasks
-    job_id, collection_id, _params, pairs, validation_pairs = args
-    assert (job_id, collection_id, queue) == (job.pk, judged_study.collection_id, "gpu")
-    everything = study_training_pairs(judged_study, "[MASK]")
-    assert sorted(row["positive_text"] for row in pairs + validation_pairs) == sorted(
-        pair.positive_text for pair in everything
-    )
-    assert (len(pairs), len(validation_pairs)) == (4, 2)
+    assert (list(args), queue) == ([job.pk, judged_study.pk, settings, 0.34], "gpu")
+    built = study_training_arguments(judged_study, validation_share=0.34, **settings)  # what the worker trains on
+    assert (len(built["pairs"]), len(built["validation_pairs"])) == (4, 2)
 
 
 def test_the_page_and_the_command_prepare_the_same_training(
@@ -132,7 +133,8 @@ def test_the_page_and_the_command_prepare_the_same_training(
     assert summary == {"job_id": command_job.pk, "status": "pending", "queue": "gpu"}
     assert {**page_job.parameters, "name": None} == {**command_job.parameters, "name": None}
     [page_args, command_args] = [args for args, _ in sent_tasks]
-    assert page_args[3:] == command_args[3:]  # the same pairs and validation pairs
+    assert page_args[1] == command_args[1] and page_args[3] == command_args[3] == 0.34
+    assert {**page_args[2], "name": None} == {**command_args[2], "name": None}  # the same training
 
 
 def test_the_form_is_on_proxy_study_pages_with_the_training_defaults(staff_client, judged_study):

@@ -3,6 +3,7 @@ live server. Never downloads a browser; without /usr/bin/chromium the tests skip
 fail in CI (tests.conftest.require)."""
 
 import os
+from contextlib import contextmanager
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -48,6 +49,20 @@ def page(browser, live_server):
     tab = context.new_page()
     yield tab
     context.close()
+
+
+@contextmanager
+def signed_in_tab(browser, base_url: str, username: str, password: str = PASSWORD):
+    """A tab of its own browser context on `base_url` (a platform started by the test rather than
+    the live server), signed in through the login form."""
+    context = browser.new_context(base_url=base_url, viewport={"width": 1280, "height": 900})
+    context.set_default_timeout(WAIT_MS)
+    tab = context.new_page()
+    try:
+        sign_in(tab, username, password)
+        yield tab
+    finally:
+        context.close()
 
 
 def sign_in(page, username: str, password: str = PASSWORD) -> None:

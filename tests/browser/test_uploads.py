@@ -7,13 +7,12 @@ import sqlite3
 import subprocess
 import time
 import urllib.request
-from urllib.parse import urlparse
 
 import pytest
 from playwright.sync_api import expect
 
 from jobs.management.commands.run_platform import free_port, stop_process
-from tests.browser.conftest import PASSWORD, WAIT_MS
+from tests.browser.conftest import PASSWORD, signed_in_tab
 from tests.console.upload_files import CORPUS, beir_folder, zip_folder
 from tests.live_platform import MANAGE, PROJECT_ROOT, WAIT_SECONDS, manage, worker_log
 
@@ -66,16 +65,8 @@ def start_web(platform, attempts: int = 5):
 
 @pytest.fixture
 def staff_page(browser, web):
-    context = browser.new_context(base_url=web, viewport={"width": 1280, "height": 900})
-    context.set_default_timeout(WAIT_MS)
-    tab = context.new_page()
-    tab.goto("/accounts/login/")
-    tab.fill("#id_username", "curator")
-    tab.fill("#id_password", PASSWORD)
-    tab.keyboard.press("Enter")
-    tab.wait_for_url(lambda url: urlparse(url).path == "/")
-    yield tab
-    context.close()
+    with signed_in_tab(browser, web, "curator") as tab:
+        yield tab
 
 
 def collections(platform) -> list[str]:
@@ -95,13 +86,13 @@ def test_staff_upload_a_beir_zip_and_watch_the_job_finish(staff_page, platform, 
     archive = zip_folder(beir_folder(tmp_path), tmp_path / "tiny-beir.zip")
     upload(staff_page, "beir", archive)
 
-    expect(staff_page.locator("ul.messages")).to_contain_text("“tiny-beir.zip” uploaded; importing as job")
+    expect(staff_page.locator("ul.messages")).to_contain_text("“tiny-beir.zip” uploaded; its import queued as job")
     row = staff_page.locator("tr.job", has_text="tiny-beir.zip")
     expect(row.locator(".job-status")).to_have_text("succeeded", timeout=WAIT_SECONDS * 1000)
     expect(row.locator(".progress")).to_have_attribute("aria-valuenow", "100")
     assert "tiny-beir" in collections(platform), worker_log(platform)
 
-    staff_page.reload()
+    # The collections list is fetched again when the job ends: no reload needed.
     collection_row = staff_page.locator("#collections tr", has_text="tiny-beir")
     expect(collection_row.locator("td").nth(3)).to_have_text(str(len(CORPUS)))
 

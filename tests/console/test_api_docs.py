@@ -7,6 +7,7 @@ import pytest
 from django.contrib.staticfiles import finders
 
 from tests.factories import api_client, make_annotator
+from tests.routes import routes
 
 pytestmark = pytest.mark.django_db
 
@@ -30,11 +31,27 @@ def test_the_api_root_maps_the_api_and_is_browsable(staff_client):
     assert root["documentation"]["swagger-ui"] == "http://testserver/api/docs/"
     for links in root.values():
         for url in links.values():
-            # every link is a live endpoint (judgments answer 400 until told which study)
-            assert staff_client.get(url.removeprefix("http://testserver")).status_code in (200, 400), url
+            # every link is a live endpoint: judgments answer 400 until told which study, POST-only
+            # actions 405 to a GET, judge secrets 403 to staff without the endpoint permission
+            response = staff_client.get(url.removeprefix("http://testserver"))
+            assert response.status_code in (200, 400, 403, 405), url
     page = staff_client.get("/api/", HTTP_ACCEPT="text/html")
     assert page.status_code == 200
     assert "Api Root" in page.content.decode() and "every endpoint" in page.content.decode()
+
+
+def test_every_api_route_without_an_id_is_on_the_root_so_a_new_resource_cannot_be_forgotten(staff_client):
+    """Judges, webhooks and invitations were missing from /api/ once: the map is checked against
+    the URL configuration, not against a list kept by hand."""
+    resources = {
+        "/" + re.sub(r"[\\^$]", "", template)
+        for _, template in routes()
+        if template.startswith("api/") and "<" not in template and "(?P" not in template
+    } - {"/api/"}
+    root = staff_client.get("/api/", HTTP_ACCEPT="application/json").json()
+    mapped = {url.removeprefix("http://testserver") for links in root.values() for url in links.values()}
+    assert resources - mapped == set()
+    assert {"/api/judges/", "/api/webhooks/", "/api/invitations/", "/api/judge-secrets/"} <= mapped
 
 
 def test_the_dashboard_links_the_documentation_and_the_root(staff_client):

@@ -40,17 +40,26 @@ def test_staff_see_collections_runs_with_metrics_and_links_to_studies(staff_clie
     assert f'href="{reverse("study_list")}"' in page
 
 
-def test_jobs_show_progress_bars_that_poll_the_job_api_without_outside_scripts(staff_client):
+def test_jobs_show_progress_bars_that_poll_the_job_api_from_our_own_script_and_link_the_job_page(staff_client):
     job = Job.objects.create(kind="retrieve", queue="cpu", status=Job.Status.RUNNING, progress=0.4, message="set 2/5")
 
     page = staff_client.get(DASHBOARD).content.decode()
 
-    row = re.search(rf'<tr class="job" data-job="{job.pk}" data-finished="0">.*?</tr>', page, re.S).group(0)
+    row = re.search(rf'<tr class="job" data-job="{job.pk}" data-finished="0"[^>]*>.*?</tr>', page, re.S).group(0)
     assert 'style="width: 40%"' in row
     assert "set 2/5" in row
-    assert '"/api/jobs/" + row.dataset.job + "/"' in page
-    assert "setTimeout" in page
-    assert not re.search(r"<script[^>]+src=", page)
+    assert f'href="/jobs/{job.pk}/"' in row and "/api/jobs/" not in row
+    # When the job ends, the lists it changes are fetched again (no "Reload for results").
+    assert 'data-refresh="jobs runs collections retrievers"' in row
+    assert re.findall(r"<script[^>]+src=\"([^\"]+)\"", page) == ["/static/jobs/jobs.js"]
+    assert "Reload for results" not in page
+
+
+def test_start_a_run_offers_only_what_can_be_started(staff_client):
+    make_relic_collection(1)
+    page = staff_client.get(DASHBOARD).content.decode()
+    form = page[page.index('id="run-retriever"') : page.index("</select>", page.index('id="run-retriever"'))]
+    assert re.findall(r'<option value="(\w+)"', form) == ["bm25", "dense"]
 
 
 def test_the_form_starts_a_run_on_the_chosen_collection(staff_client, django_capture_on_commit_callbacks):
@@ -77,7 +86,7 @@ def test_the_form_starts_a_run_on_the_chosen_collection(staff_client, django_cap
     assert (run.collection, run.retriever.parameters) == (collection, {"k1": 1.2, "b": 0.75})
     assert (run.parameters["context_right"], run.parameters["depth"]) == (0, 50)
     assert (run.job.queue, run.job.status, len(sent)) == ("cpu", Job.Status.PENDING, 1)
-    assert f"Run {run.pk} queued as job {run.job_id}" in response.content.decode()
+    assert f'Run {run.pk} queued as <a href="/jobs/{run.job_id}/">job {run.job_id}</a>' in response.content.decode()
 
 
 def test_a_bad_form_shows_the_error_beside_its_field_and_starts_nothing(staff_client):

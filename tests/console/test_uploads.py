@@ -217,8 +217,8 @@ def test_the_dashboard_form_queues_an_upload_and_shows_a_refusal_as_one_line(sta
     )
     job = Job.objects.get(kind="upload")
     assert (
-        f"BEIR folder (.zip / .tar.gz) “tiny-beir.zip” uploaded; importing as job {job.pk}."
-        in response.content.decode()
+        f'BEIR folder (.zip / .tar.gz) “tiny-beir.zip” uploaded; its import queued as <a href="/jobs/{job.pk}/">'
+        f"job {job.pk}</a> on the cpu queue." in response.content.decode()
     )
     assert f'data-job="{job.pk}"' in response.content.decode()
 

@@ -45,7 +45,7 @@ def test_endpoint_managers_register_judges_by_the_name_of_a_judge_secret_and_a_k
 
     assert refused.status_code == 400 and "settings.api_key" in str(refused.json())
     assert created.status_code == 201
-    assert created.json()["settings"]["api_key_secret"] == "openai-key" and created.json()["queue"] == "cpu"
+    assert created.json()["settings"]["api_key_secret"] == "openai-key" and created.json()["queue"] == "long"
     assert "sk-registered" not in created.content.decode() + staff.get("/api/judges/").content.decode()
     assert not Judge.objects.filter(settings__has_key="api_key").exists()
 
@@ -60,7 +60,7 @@ def test_staff_judge_a_study_by_rest_and_read_the_results_and_answers(eager_cele
 
     assert response.status_code == 202
     job = Job.objects.get(pk=response.json()["job"]["id"])
-    assert (job.kind, job.queue, job.status) == ("judge", "cpu", "succeeded")
+    assert (job.kind, job.queue, job.status) == ("judge", "long", "succeeded")
     [result] = staff.get(f"/api/studies/{study.pk}/judge/").json()
     assert (result["judge"], result["answered"] + result["failed"]) == ("bm25-run", 2)
     answers = staff.get(f"/api/studies/{study.pk}/judge-answers/", {"judge": "bm25-run"}).json()

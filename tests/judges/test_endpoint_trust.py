@@ -120,7 +120,7 @@ def test_finding_2_all_24_base_urls_are_refused_at_registration(nothing_allowed)
         )
         assert response.status_code == 400 and list(response.json()) == ["settings.base_url"], url
         assert len(response.json()["settings.base_url"][0].splitlines()) == 1
-    assert not Judge.objects.exists()
+    assert not Judge.objects.filter(name="probe").exists()
 
 
 def test_finding_2_a_stored_judge_on_a_loopback_url_is_refused_at_run_time_before_connecting(

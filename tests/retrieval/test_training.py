@@ -16,13 +16,13 @@ from retrieval.errors import InputError
 from retrieval.models import Collection, Query, Retriever
 from retrieval.scoring import query_text
 from retrieval.training import (
-    TrainingPair,
     collection_pairs,
     contrastive_loss,
     same_group_batches,
     split_validation,
     train_retriever,
 )
+from retrieval.training_jobs import TrainingPair
 from tests.factories import call_json_command, make_code_word_collection
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]

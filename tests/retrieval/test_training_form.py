@@ -106,9 +106,9 @@ def test_staff_queue_a_training_from_the_dashboard_and_see_it_among_the_jobs(
         "context_right": 1,
     }
     page = response.content.decode()
-    assert f"Training of “code words v1” queued as job {job.pk} on the gpu queue" in page
-    row = re.search(rf'<tr class="job" data-job="{job.pk}" data-finished="0">.*?</tr>', page, re.S).group(0)
-    assert "code words v1" in row and "on code words" in row and "job-cancel" in row
+    assert f'Training of “code words v1” queued as <a href="/jobs/{job.pk}/">job {job.pk}</a> on the gpu queue' in page
+    row = re.search(rf'<tr class="job" data-job="{job.pk}" data-finished="0"[^>]*>.*?</tr>', page, re.S).group(0)
+    assert "code words v1" in row and "on code words" in row and f'aria-label="Cancel job {job.pk}"' in row
     assert not Retriever.objects.exists()
 
 
@@ -124,7 +124,7 @@ def test_a_running_training_shows_its_step_loss_and_eta_in_the_jobs_table(staff_
 
     page = staff_client.get(DASHBOARD).content.decode()
 
-    row = re.search(rf'<tr class="job" data-job="{job.pk}" data-finished="0">.*?</tr>', page, re.S).group(0)
+    row = re.search(rf'<tr class="job" data-job="{job.pk}" data-finished="0"[^>]*>.*?</tr>', page, re.S).group(0)
     assert 'style="width: 25%"' in row and "step 5/20 loss 1.234 eta 42s" in row
 
 
@@ -307,7 +307,7 @@ def test_registered_retrievers_are_listed_on_the_dashboard_and_the_api(staff_cli
     assert "k1=0.5 b=0.9" in rows[bm25.pk]
     assert "bundled MiniLM" in rows[default_dense.pk]
     assert "/models/v1/model" in rows[trained.pk] and "code words" in rows[trained.pk]
-    assert f'href="/api/jobs/{job.pk}/"' in rows[trained.pk]
+    assert f'href="/jobs/{job.pk}/"' in rows[trained.pk]
     assert '<datalist id="dense-retrievers">' in page and '<option value="code words v1">' in page
     assert set(listed) == {bm25.name, default_dense.name, "code words v1"}
     assert {

