@@ -56,3 +56,8 @@ def test_a_page_says_it_in_a_sentence(error, labels, sentence):
 )
 def test_a_page_shows_a_server_path_by_its_last_name_only(location, shown):
     assert without_server_folders(location) == shown
+
+
+def test_a_path_inside_the_data_folder_is_shown_relative_to_it():
+    assert without_server_folders("/srv/data/models/v1/model", "/srv/data/") == "models/v1/model"
+    assert without_server_folders("/srv/database/x.zip", "/srv/data") == "x.zip"
