@@ -23,6 +23,7 @@ from retrieval.fields import AsciiIntegerField
 
 from .models import AnnotatorFlag, Item, ItemCandidate, PeerReview, Study, StudyBlock
 from .services import annotator_refusal
+from .services.adjudication import require_reason
 from .services.qualification import qualification_state
 from .services.quality import (
     DESIGNATABLE_ROLES,
@@ -64,7 +65,24 @@ class AdjudicationSerializer(serializers.Serializer):
     position = AsciiIntegerField(required=False, min_value=0)
     label = serializers.JSONField(required=False)
     selections = serializers.ListField(child=AsciiIntegerField(min_value=0), required=False)
+    reason = serializers.CharField(allow_blank=True, default="", max_length=200)
     note = serializers.CharField(allow_blank=True, default="")
+
+    def answer(self, item: Item) -> dict:
+        """The validated answer as `quality.adjudicate` takes it: a candidate id must name one
+        of the item's own candidates (400 on `candidate` otherwise)."""
+        data = self.validated_data
+        candidate = None
+        if "candidate" in data:
+            candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
+            if candidate is None:
+                raise ValidationError({"candidate": ["not one of this item's candidates"]})
+        return {
+            "candidate": candidate,
+            "position": data.get("position"),
+            "label": data.get("label"),
+            "selections": data.get("selections"),
+        }
 
 
 class SampleSerializer(serializers.Serializer):
@@ -220,7 +238,9 @@ class DisagreementListView(APIView):
 
 
 class AdjudicateView(APIView):
-    """Staff: the final answer for an item (deciding again replaces it)."""
+    """Staff: the final answer for an item (deciding again replaces it), with an optional reason
+    from the study's list (the adjudication workspace's API requires one where judgments
+    disagree)."""
 
     permission_classes = [permissions.IsAdminUser]
 
@@ -229,20 +249,12 @@ class AdjudicateView(APIView):
         item = get_object_or_404(Item.objects.select_related("study"), pk=pk)
         form = AdjudicationSerializer(data=request.data)
         form.is_valid(raise_exception=True)
-        data = form.validated_data
-        candidate = None
-        if "candidate" in data:
-            candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
-            if candidate is None:
-                raise ValidationError({"candidate": ["not one of this item's candidates"]})
         adjudication = adjudicate(
             item,
             by=request.user,
-            candidate=candidate,
-            position=data.get("position"),
-            label=data.get("label"),
-            selections=data.get("selections"),
-            note=data["note"],
+            reason=require_reason(item.study, form.validated_data["reason"], required=False),
+            note=form.validated_data["note"],
+            **form.answer(item),
         )
         return Response({"item": item.pk, **adjudication_payload(adjudication)})
 

@@ -21,4 +21,5 @@ urlpatterns = [
     path("judgments/", api.JudgmentExportView.as_view(), name="api-judgments"),
     path("judgments/<id:pk>/void/", api.VoidJudgmentView.as_view(), name="api-judgment-void"),
     path("", include("annotation.api_quality")),
+    path("", include("annotation.api_adjudication")),
 ]

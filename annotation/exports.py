@@ -1,6 +1,11 @@
 """Judgment exports as text, a chunk at a time: JSON (one array), CSV (a header, then a row per
 judgment; lists and objects as JSON) and JSON lines. The REST view and `export_judgments` stream
-these chunks, so a study of any size is never one string in memory."""
+these chunks, so a study of any size is never one string in memory.
+
+Each row also says what its item's label is and where it comes from (annotation.provenance):
+`item_label`, `label_source` (adjudicated, unanimous, single, aggregated, sent_back, unjudged),
+`label_method` (majority, for an aggregated label) and `reworks` (times the item was sent back);
+null on hidden gold and qualification items, whose answers are known."""
 
 from __future__ import annotations
 
@@ -9,11 +14,16 @@ import io
 import json
 from collections.abc import Iterable, Iterator
 
-from .models import Study
+from .models import Item, Study
+from .provenance import item_labels
 from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, judgment_rows
 
 JUDGMENT_FORMATS = ("json", "csv", "jsonl")
 ROWS_PER_CHUNK = 500
+PROVENANCE_COLUMNS = ("item_label", "label_source", "label_method", "reworks")
+EXPORT_COLUMNS = (*JUDGMENT_COLUMNS, *PROVENANCE_COLUMNS)
+JSON_EXPORT_COLUMNS = (*JSON_JUDGMENT_COLUMNS, "item_label")
+NOT_LABELLED = dict.fromkeys(PROVENANCE_COLUMNS)
 
 
 def _batches(rows: Iterable[dict]) -> Iterator[list[dict]]:
@@ -29,12 +39,12 @@ def _batches(rows: Iterable[dict]) -> Iterator[list[dict]]:
 
 def csv_chunks(rows: Iterable[dict]) -> Iterator[str]:
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=JUDGMENT_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=EXPORT_COLUMNS, lineterminator="\n")
     writer.writeheader()
     for batch in _batches(rows):
         for row in batch:
             writer.writerow(
-                {**row, **{key: "" if row[key] is None else json.dumps(row[key]) for key in JSON_JUDGMENT_COLUMNS}}
+                {**row, **{key: "" if row[key] is None else json.dumps(row[key]) for key in JSON_EXPORT_COLUMNS}}
             )
         yield out.getvalue()
         out.seek(0)
@@ -59,6 +69,15 @@ def json_chunks(rows: Iterable[dict]) -> Iterator[str]:
 CHUNKS = {"json": json_chunks, "csv": csv_chunks, "jsonl": jsonl_chunks}
 
 
+def labelled_rows(study: Study) -> Iterator[dict]:
+    """judgment_rows, each with its item's label and provenance (read first, in a fixed number
+    of statements: the work items' ids, their counted answers, adjudications and send-backs)."""
+    work = Item.objects.filter(study=study, role=Item.Role.WORK).values_list("pk", flat=True)
+    labels = {item: label.fields() for item, label in item_labels(study, work.iterator(10_000)).items()}
+    for row in judgment_rows(study):
+        yield {**row, **labels.get(row["item"], NOT_LABELLED)}
+
+
 def judgment_export(study: Study, export_format: str) -> Iterator[str]:
-    """The study's judgments (judgment_rows) in `export_format`, as text chunks."""
-    return CHUNKS[export_format](judgment_rows(study))
+    """The study's judgments (labelled_rows) in `export_format`, as text chunks."""
+    return CHUNKS[export_format](labelled_rows(study))

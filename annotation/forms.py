@@ -667,19 +667,21 @@ class DesignateForm(forms.Form):
 
 
 class AdjudicationForm(forms.Form):
-    """Staff's final answer, in whichever part the study's kind takes (the service checks it)."""
+    """The adjudicator's final answer, in whichever part the study's kind takes, with a reason
+    from the study's list and a note (the service checks them)."""
 
     position = forms.IntegerField(min_value=0, required=False)
     label = forms.IntegerField(required=False)
     selections = PositionsField(required=False)
     decides_selections = forms.BooleanField(required=False, widget=forms.HiddenInput)
+    reason = forms.CharField(max_length=200, required=False)
     note = forms.CharField(max_length=2000, required=False)
 
     def decision(self) -> dict:
-        """`adjudicate`'s answer arguments: only the part the page posted (a multi-select item
-        may be decided as "none selected", so its form says it decides selections)."""
+        """`decide`'s arguments: only the answer part the page posted (a multi-select item may
+        be decided as "none selected", so its form says it decides selections)."""
         data = self.cleaned_data
-        decision = {"note": data["note"]}
+        decision = {"reason": data["reason"], "note": data["note"]}
         if data["decides_selections"]:
             decision["selections"] = data["selections"]
         elif data["position"] is not None:
@@ -687,6 +689,28 @@ class AdjudicationForm(forms.Form):
         else:
             decision["label"] = data["label"]
         return decision
+
+
+class SendBackForm(forms.Form):
+    """Why an item goes back for a fresh round: a reason from the study's list and a note."""
+
+    reason = forms.CharField(max_length=200, required=False)
+    note = forms.CharField(max_length=2000, required=False)
+
+
+class AdjudicationSampleForm(forms.Form):
+    sample_rate = forms.FloatField(
+        min_value=0, max_value=100, label="Share of agreed items to check (%)", help_text="Drawn with the study's seed."
+    )
+
+
+class AdjudicationReasonsForm(forms.Form):
+    """A reasons list typed one per line (empty: fall back to the wider list)."""
+
+    reasons = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False, max_length=5000)
+
+    def reasons_list(self) -> list[str]:
+        return [line for line in self.cleaned_data["reasons"].splitlines() if line.strip()]
 
 
 class PeerVerdictForm(forms.Form):

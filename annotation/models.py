@@ -72,6 +72,10 @@ class Study(models.Model):
         default=0.0, help_text="Share of each annotator's judgments sampled for peer review."
     )
     peer_pass_target = models.FloatField(default=0.95, help_text="Peer-review pass rate an annotator should reach.")
+    adjudication_sample_rate = models.FloatField(
+        default=0.0,
+        help_text="Share of the items whose annotators agree that the adjudication queue also shows (seeded).",
+    )
     parameters = models.JSONField(
         default=dict,
         blank=True,
@@ -479,17 +483,99 @@ class PeerReview(models.Model):
 
 
 class Adjudication(models.Model):
-    """Staff's final answer for an item the annotators disagreed on."""
+    """An adjudicator's final answer for an item (usually one the annotators disagreed on): it
+    becomes the item's label in every export. `reason` is the entry of the study's error list
+    the adjudicator chose, as it read then."""
 
     item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="adjudication")
     choice = models.ForeignKey(ItemCandidate, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
     label = models.JSONField(null=True, blank=True)
     selections = models.JSONField(default=list, blank=True)
+    reason = models.CharField(max_length=200, blank=True)
     note = models.TextField(blank=True)
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        # Staff adjudicate anyway; an account with this permission (given in the admin, to a
+        # user or a group) reaches the adjudication workspace and nothing else staff see.
+        permissions = [("adjudicate", "May adjudicate items in the adjudication workspace")]
+
+
+class AdjudicationReason(models.Model):
+    """One entry of an error list adjudicators choose from when they decide or send an item
+    back. Entries with a study make that study's own list; entries without one make the global
+    list, which studies without their own use (annotation.services.adjudication: the default
+    list when staff stored none)."""
+
+    study = models.ForeignKey(
+        Study, null=True, blank=True, on_delete=models.CASCADE, related_name="adjudication_reasons"
+    )
+    text = models.CharField(max_length=200)
+    position = models.PositiveSmallIntegerField()
+
+    class Meta:
+        ordering = ["study_id", "position"]
+        constraints = [
+            models.UniqueConstraint(fields=["study", "text"], name="adjudication_reason_unique_text"),
+            models.UniqueConstraint(
+                fields=["text"], condition=Q(study__isnull=True), name="adjudication_reason_unique_global_text"
+            ),
+        ]
+
+
+class Rework(models.Model):
+    """An item an adjudicator sent back for a fresh round of judgments: the judgments it had then
+    were voided (kept, no longer counted, their slots freed) and any decision withdrawn, both
+    recorded here with the reason."""
+
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="reworks")
+    reason = models.CharField(max_length=200)
+    note = models.TextField(blank=True)
+    judgments = models.JSONField(default=list, help_text="Ids of the judgments this send-back voided.")
+    withdrawn_decision = models.JSONField(null=True, blank=True, help_text="The decision it replaced, if any.")
+    sent_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    sent_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["item_id", "sent_at", "pk"]
+
+
+class AdjudicationQueue(models.Model):
+    """A study's adjudication queue as last built: the inputs it was built from, so a page can
+    tell in a few cheap statements whether it still holds (annotation.services.adjudication).
+    Ordering items by agreement reads every counted judgment, too slow for each page at 100K
+    items; the entries keep the order instead."""
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="adjudication_queue")
+    last_judgment = models.BigIntegerField(default=0, help_text="The largest judgment id when built.")
+    excluded = models.JSONField(default=list, help_text="Annotators whose judgments were excluded then.")
+    sample_rate = models.FloatField(default=0.0)
+    seed = models.IntegerField(default=0)
+    stale = models.BooleanField(default=False, help_text="A judgment was voided or deleted since.")
+    built_at = models.DateTimeField(auto_now=True)
+    disputed = models.PositiveIntegerField(default=0)
+    sampled = models.PositiveIntegerField(default=0)
+
+
+class AdjudicationQueueEntry(models.Model):
+    """One item of a study's adjudication queue, at its place (`rank`, 0 first)."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="adjudication_entry")
+    rank = models.PositiveIntegerField()
+    agreement = models.FloatField()
+    judgments = models.PositiveSmallIntegerField()
+    sampled = models.BooleanField(default=False, help_text="An agreed item drawn for a check.")
+    reworked = models.BooleanField(default=False, help_text="Its new round after being sent back.")
+
+    class Meta:
+        ordering = ["study_id", "rank"]
+        constraints = [models.UniqueConstraint(fields=["study", "rank"], name="adjudication_entry_unique_rank")]
 
 
 class PreferenceQuery(models.Model):

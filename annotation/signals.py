@@ -1,13 +1,16 @@
-"""The annotation app's receivers (connected in apps.py): for signals of the apps below it, and
-for its own events: item_complete tells an adaptive pool (move-to-front) the outcome of a pair it
+"""The annotation app's receivers (connected in apps.py): for signals of the apps below it, for
+its own events (item_complete tells an adaptive pool (move-to-front) the outcome of a pair it
 drew, and on judgment_submitted adaptive preference studies choose their next pairs, both inside
-the submitting transaction."""
+the submitting transaction), and for its own models' saves where a stored summary must follow
+them."""
 
+from django.db.models.signals import post_save
 from django.dispatch import receiver
 
 from retrieval.signals import deletion_requested
 
 from .events import item_complete, judgment_submitted
+from .models import AdjudicationQueue, Judgment
 from .services.lifecycle import studies_depending_on
 from .services.pools import record_completion
 from .services.preference_scheduling import advance_queries
@@ -16,6 +19,16 @@ from .services.preference_scheduling import advance_queries
 @receiver(deletion_requested)
 def refuse_deleting_what_studies_use(sender, instance, **kwargs) -> list[str]:
     return studies_depending_on(instance)
+
+
+@receiver(post_save, sender=Judgment)
+def mark_adjudication_queue_stale(sender, instance, created, update_fields=None, **kwargs) -> None:
+    """A voided judgment no longer counts, so the study's stored adjudication order no longer
+    holds (annotation.services.adjudication rebuilds it when next read). A new judgment costs
+    nothing here: the queue finds those by their ids, and a submission's statements stay as
+    they are."""
+    if not created and update_fields and "voided" in update_fields:
+        AdjudicationQueue.objects.filter(study__items=instance.item_id).update(stale=True)
 
 
 @receiver(item_complete)

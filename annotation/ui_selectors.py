@@ -12,7 +12,6 @@ import re
 from collections import Counter, defaultdict
 from collections.abc import Sequence
 
-from django.core.paginator import Page, Paginator
 from django.db.models import Count, Q
 
 from .label_schema import study_schema
@@ -22,14 +21,13 @@ from .presentation import ACTION_WORDS, DEFAULT_OPTION_KEYS, TEN_KEY, value_keys
 from .selectors import (
     MASK_MARK,
     annotator_progress,
-    counted_judgments,
     span_target_text,
     studies_open_to,
     study_overview,
 )
 from .services import annotator_refusal
 from .services.qualification import QualificationStatus, qualification_state
-from .services.quality import QualityMeasures, disagreement_items, quality_overview
+from .services.quality import QualityMeasures, quality_overview
 
 # What the page calls the text a span target names, by study kind.
 SPAN_TARGET_NAMES = {
@@ -38,10 +36,6 @@ SPAN_TARGET_NAMES = {
 }
 # BEIR-style RELiC queries carry the mask inside their text; label studies write it as MASK_MARK.
 MASK_MARKER = re.compile(rf"\[masked sentences?(?:\(s\))?\]|{re.escape(MASK_MARK)}", re.IGNORECASE)
-
-
-# Disagreement items on one adjudication page: each shows its query, candidates and answers.
-DISAGREEMENTS_PER_PAGE = 20
 
 
 def keyed_candidates(candidates: list[dict], option_keys: str = DEFAULT_OPTION_KEYS) -> list[dict]:
@@ -440,100 +434,13 @@ def describe_answer(study: Study, schema: dict, *, position=None, label=None, se
     return str(label) if name == str(label) else f"{label} · {name}"
 
 
-def adjudication_rows(study: Study, page_number) -> tuple[list[dict], Page]:
-    """One page of the disagreement items for staff to decide: each with what annotators saw
-    (the query and the candidates, the gold marked for proxy items), every counted judgment
-    with its answer, the answers' counts, the options the decision takes and the decision so
-    far; and the page, for the pager (a large study disagrees on thousands of items)."""
-    schema = study_schema(study)
-    page = Paginator(disagreement_items(study), DISAGREEMENTS_PER_PAGE).get_page(page_number)
-    disputed = list(page)
-    items = {
-        item.pk: item
-        for item in Item.objects.filter(pk__in=[row["item"] for row in disputed])
-        .select_related("query")
-        .prefetch_related("candidates__passage")
-    }
-    judgments = defaultdict(list)
-    for judgment in counted_judgments(study).filter(item__in=items):
-        judgments[judgment.item_id].append(
-            {
-                "annotator": judgment.annotator.username,
-                "answer": describe_answer(
-                    study,
-                    schema,
-                    position=judgment.choice.position if judgment.choice else None,
-                    label=judgment.label,
-                    selections=judgment.selections,
-                ),
-                "rubric": judgment.rubric,
-                "rationale": judgment.rationale,
-            }
-        )
-    rows = []
-    for row in disputed:
-        item = items[row["item"]]
-        candidates = sorted(item.candidates.all(), key=lambda candidate: candidate.position)
-        decision = row["adjudication"]
-        rows.append(
-            {
-                **row,
-                "number": row["position"] + 1,
-                "query_text": span_target_text(study, item, "query"),
-                "candidates": candidates,
-                "answers": [
-                    {**entry, "text": _describe_key(study, schema, entry["answer"])} for entry in row["answers"]
-                ],
-                "judgments": judgments[item.pk],
-                "decision": None
-                if decision is None
-                else {
-                    **decision,
-                    "text": describe_answer(
-                        study,
-                        schema,
-                        position=decision["position"],
-                        label=decision["label"],
-                        selections=decision["selections"],
-                    ),
-                },
-                "form": _decision_form(study, schema, candidates),
-            }
-        )
-    return rows, page
-
-
 def _describe_key(study: Study, schema: dict, key) -> str:
-    """disagreement_items' answer key (a position, a label or a list of positions) in words."""
+    """An answer key (a position, a label or a list of positions) in words."""
     if study.kind == Study.Kind.PROXY:
         return describe_answer(study, schema, position=key)
     if schema["multi_select"]:
         return describe_answer(study, schema, selections=key)
     return describe_answer(study, schema, label=key)
-
-
-def _decision_form(study: Study, schema: dict, candidates: list) -> dict:
-    """What the decision form offers: the candidates' positions (proxy, one; multi-select,
-    several) or the scale's values."""
-    if study.kind == Study.Kind.PROXY:
-        return {
-            "field": "position",
-            "multiple": False,
-            "options": [{"value": c.position, "label": f"option {c.position + 1}"} for c in candidates],
-        }
-    if schema["multi_select"]:
-        return {
-            "field": "selections",
-            "multiple": True,
-            "options": [{"value": c.position, "label": f"paragraph {c.position + 1}"} for c in candidates],
-        }
-    return {
-        "field": "label",
-        "multiple": False,
-        "options": [
-            {"value": value, "label": describe_answer(study, schema, label=value)} for value in schema["values"]
-        ],
-    }
 
 
 # The keys of the peer-review verdicts.

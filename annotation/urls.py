@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from . import views
+from . import adjudication_views, views
 
 urlpatterns = [
     path("api/", include("annotation.api_urls")),
@@ -20,7 +20,22 @@ urlpatterns = [
     path("studies/<id:study_id>/quality/flags/<id:flag_id>/resolve/", views.flag_resolve, name="flag_resolve"),
     path("studies/<id:study_id>/quality/peer-reviews/", views.peer_review_sample, name="peer_review_sample"),
     path("studies/<id:study_id>/quality/designate/", views.items_designate, name="items_designate"),
-    path("studies/<id:study_id>/adjudicate/", views.study_adjudicate, name="study_adjudicate"),
-    path("studies/<id:study_id>/adjudicate/<id:item_id>/", views.item_adjudicate, name="item_adjudicate"),
+    path("studies/<id:study_id>/adjudicate/", adjudication_views.study_adjudicate, name="study_adjudicate"),
+    path("studies/<id:study_id>/adjudicate/next/", adjudication_views.adjudication_next, name="adjudication_next"),
+    path(
+        "studies/<id:study_id>/adjudicate/sample/", adjudication_views.adjudication_sample, name="adjudication_sample"
+    ),
+    path(
+        "studies/<id:study_id>/adjudicate/reasons/",
+        adjudication_views.adjudication_reasons,
+        name="adjudication_reasons",
+    ),
+    path("adjudication/reasons/", adjudication_views.adjudication_global_reasons, name="adjudication_global_reasons"),
+    path("studies/<id:study_id>/adjudicate/<id:item_id>/", adjudication_views.item_adjudicate, name="item_adjudicate"),
+    path(
+        "studies/<id:study_id>/adjudicate/<id:item_id>/send-back/",
+        adjudication_views.item_send_back,
+        name="item_send_back",
+    ),
     path("studies/<id:study_id>/review/", views.peer_review, name="peer_review"),
 ]

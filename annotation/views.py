@@ -1,7 +1,7 @@
 """The annotation web pages: the annotator's home, annotation page (every kind, qualification
 round included) and peer-review page, and the staff pages to create studies of every kind,
-watch annotators' quality, block them and adjudicate (the study list and study page live in
-console/). Thin: every
+watch annotators' quality and block them (the study list and study page live in console/; the
+adjudication workspace in adjudication_views.py). Thin: every
 rule lives in `annotation.services`, every read in `annotation.selectors` /
 `annotation.ui_selectors`."""
 
@@ -23,7 +23,6 @@ from retrieval.errors import InputError
 from retrieval.wording import counted
 
 from .forms import (
-    AdjudicationForm,
     BlockForm,
     DesignateForm,
     ItemActionForm,
@@ -45,10 +44,10 @@ from .services import (
     next_work,
     submit_judgment,
 )
+from .services.adjudication import adjudicable_studies
 from .services.annotator_actions import flag_item, skip_item, undo_last_submission, undoable_submission
 from .services.presentation import create_with_presentation
 from .services.quality import (
-    adjudicate,
     block_annotator,
     designate_items,
     next_peer_review,
@@ -61,7 +60,6 @@ from .services.quality import (
 )
 from .services.quality_settings import create_with_quality
 from .ui_selectors import (
-    adjudication_rows,
     annotation_page,
     annotator_studies,
     peer_review_page,
@@ -78,7 +76,11 @@ FINISHED_REDIRECTS_SESSION_KEY = "annotation_finished_redirects"
 
 @login_required
 def home(request):
-    return render(request, "annotation/home.html", {"studies": annotator_studies(request.user)})
+    return render(
+        request,
+        "annotation/home.html",
+        {"studies": annotator_studies(request.user), "adjudicable": adjudicable_studies(request.user)},
+    )
 
 
 @login_required
@@ -369,34 +371,6 @@ def items_designate(request, study_id: int):
     else:
         messages.success(request, f"{len(chosen)} items are now {role} items.")
     return redirect(_quality_url(study.pk))
-
-
-@staff_required
-def study_adjudicate(request, study_id: int):
-    """The items whose annotators disagree, every answer given, and staff's decision."""
-    study = get_object_or_404(Study, pk=study_id)
-    rows, page = adjudication_rows(study, request.GET.get("page", 1))
-    return render(request, "annotation/study_adjudicate.html", {"study": study, "rows": rows, "page": page})
-
-
-@staff_required
-@require_POST
-def item_adjudicate(request, study_id: int, item_id: int):
-    study = get_object_or_404(Study, pk=study_id)
-    item = get_object_or_404(Item.objects.select_related("study"), pk=item_id, study=study)
-    form = AdjudicationForm(request.POST)
-    if form.is_valid():
-        try:
-            adjudicate(item, by=request.user, **form.decision())
-        except InputError as error:
-            messages.error(request, f"Item {item.position + 1} was not decided: {error.message}.")
-        else:
-            messages.success(request, f"Item {item.position + 1} decided.")
-    else:
-        messages.error(request, "Not decided: " + " ".join(e for errors in form.errors.values() for e in errors))
-    page = request.POST.get("page", "")
-    on_page = f"?page={page}" if page.isdigit() else ""
-    return redirect(reverse("study_adjudicate", args=[study.pk]) + f"{on_page}#item-{item.pk}")
 
 
 # --- quality control: peer reviewers -------------------------------------------------------------

@@ -9,8 +9,15 @@ Prints status, response size and the slower of the two wall times, marking route
 --slow seconds. A route that fails (5xx, an exception) is what this is for: at 100K items the
 study and adjudication pages once failed on SQLite with "Expression tree is too large".
 
+First, the adjudication workspace: building its queue (once per change of the judgments: it
+reads every counted judgment), then what an adjudicator waits for, the queue page and the
+next-item step (deciding the item open and opening the next undecided one, median of 5), each
+against the peer measured in the same run: the full disagreement list the adjudication page
+read on every view before the queue was stored (`disagreement_items`).
+
 Usage, from the project root (100K items take a few minutes to build on 2 cores):
     .venv/bin/python benchmarks/staff_pages.py [--items 100000] [--database-url URL] [--slow 1.0]
+        [--adjudication-only]
 With --database-url the database must exist and be empty (it is migrated); default: a SQLite
 file in a temporary folder.
 """
@@ -42,11 +49,47 @@ def timed_get(client, path: str) -> tuple[str, int, float]:
         return f"{type(exc).__name__}: {str(exc)[:60]}", 0, time.perf_counter() - started
 
 
+def median_seconds(action, times: int = 5) -> float:
+    seconds = []
+    for _ in range(times):
+        started = time.perf_counter()
+        action()
+        seconds.append(time.perf_counter() - started)
+    return sorted(seconds)[len(seconds) // 2]
+
+
+def adjudication_figures(client, study) -> None:
+    from annotation.services.adjudication import build_queue, next_undecided
+    from annotation.services.quality import disagreement_items
+
+    started = time.perf_counter()
+    queue = build_queue(study)
+    built = time.perf_counter() - started
+    peer = median_seconds(lambda: disagreement_items(study), times=3)
+    page = median_seconds(lambda: client.get(f"/studies/{study.pk}/adjudicate/").content)
+
+    def step():
+        item = next_undecided(study)
+        decided = client.post(f"/studies/{study.pk}/adjudicate/{item}/", {"position": 0, "reason": "Annotator error"})
+        assert decided.status_code == 302, decided.status_code
+        assert client.get(decided.url).status_code == 200
+
+    step()  # the first decision warms nothing the others would not
+    next_step = median_seconds(step)
+    print(
+        f"adjudication queue: {queue.disputed:,} disputed items ordered in {built:.2f} s (once per change); "
+        f"queue page {page:.3f} s, decide + next item {next_step:.3f} s (median of 5); "
+        f"peer, the disagreement list read per view before: {peer:.2f} s "
+        f"(page {page / peer:.2f} x, step {next_step / peer:.2f} x the peer)"
+    )
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--items", type=int, default=100_000)
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--slow", type=float, default=1.0, help="mark routes slower than this many seconds")
+    parser.add_argument("--adjudication-only", action="store_true", help="the adjudication figures, no route walk")
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="staff-pages-"))
@@ -77,6 +120,9 @@ def main() -> None:
         }
         client = Client()
         client.force_login(get_user_model().objects.create(username="staff-pages", is_staff=True, is_superuser=True))
+        adjudication_figures(client, study)
+        if args.adjudication_only:
+            return
         failures = 0
         for route in sorted({template for _, template in routes()}):
             names = re.findall(r"<(?:\w+:)?(\w+)>", route)

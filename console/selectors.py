@@ -14,7 +14,7 @@ from django.db.models import Count, Max, Q
 
 from annotation.label_schema import study_schema
 from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Pool, Study
-from annotation.selectors import query_display_text, span_target_text
+from annotation.selectors import item_limit, query_display_text, span_target_text
 from annotation.services.preference_scheduling import adaptive_progress, design_of, is_adaptive
 from annotation.ui_selectors import staff_study_items
 from evaluation.leaderboard_exports import best_means, ranked_run_ids, run_letters, significance_marks
@@ -256,9 +256,11 @@ def study_item_rows(study: Study, page_number) -> tuple[list[dict], object]:
 
 def annotator_rows(study: Study) -> list[dict]:
     """Per annotator who was allowed, claimed or answered: counted judgments done, items still
-    open to them (formal items they have not answered that still need answers), median seconds,
-    open quality flags and when they last submitted or claimed. Counted in the database, one
-    aggregate per figure: the page stays quick at 100K items."""
+    open to them (formal items they have not answered that still need answers, and no more than
+    their item limit leaves them: the study's cap or their own quota, as on their progress bar,
+    where a voided judgment still counts), median seconds, open quality flags and when they last
+    submitted or claimed. Counted in the database, one aggregate per figure: the page stays
+    quick at 100K items."""
     formal = Item.objects.filter(study=study).exclude(role=Item.Role.QUALIFICATION)
     open_items = formal.annotate(live=Count("judgments", filter=Q(judgments__voided=False))).filter(
         live__lt=study.judgments_per_item
@@ -267,6 +269,8 @@ def annotator_rows(study: Study) -> list[dict]:
     judgments = Judgment.objects.filter(item__study=study)
     judged_open = _per_annotator(judgments.filter(item__in=open_items.values("pk")), Count("item", distinct=True))
     done = _per_annotator(Judgment.objects.filter(item__in=formal, voided=False), Count("pk"))
+    worked = _per_annotator(Judgment.objects.filter(item__in=formal), Count("pk"))
+    quotas = dict(study.grants.filter(item_quota__isnull=False).values_list("annotator", "item_quota"))
     last_judged = _per_annotator(judgments, Max("submitted_at"))
     last_claimed = _per_annotator(Assignment.objects.filter(item__study=study), Max("claimed_at"))
     flags = _per_annotator(AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True), Count("pk"))
@@ -280,7 +284,11 @@ def annotator_rows(study: Study) -> list[dict]:
         {
             "annotator": person,
             "done": done.get(person.pk, 0),
-            "remaining": open_count - judged_open.get(person.pk, 0),
+            "remaining": _left_to_judge(
+                open_count - judged_open.get(person.pk, 0),
+                item_limit(study.max_items_per_annotator, quotas.get(person.pk)),
+                worked.get(person.pk, 0),
+            ),
             "median_seconds": statistics.median(seconds[person.pk]) if seconds[person.pk] else None,
             "flags": flags.get(person.pk, 0),
             "last_active": max(
@@ -289,6 +297,14 @@ def annotator_rows(study: Study) -> list[dict]:
         }
         for person in people
     ]
+
+
+def _left_to_judge(open_to_them: int, limit: int | None, worked: int) -> int:
+    """Open items an annotator may still judge: their item limit stops them before the study
+    runs out (a lab annotator at the cap, a participant who finished the quota has none left)."""
+    if limit is None:
+        return open_to_them
+    return max(0, min(open_to_them, limit - worked))
 
 
 def _per_annotator(rows, aggregate) -> dict:

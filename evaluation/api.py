@@ -91,6 +91,12 @@ class StudyQrelsAPI(APIView):
                 "source", OpenApiTypes.STR, enum=list(SOURCES), description="Whose labels (default humans)."
             ),
             OpenApiParameter("judge", OpenApiTypes.STR, description="The judge for source=judge or both."),
+            OpenApiParameter(
+                "provenance",
+                OpenApiTypes.BOOL,
+                description="1: JSON lines, each qrel with label_source (adjudicated, unanimous, single, aggregated), "
+                "label_method and labels, instead of TREC lines.",
+            ),
         ],
         responses={
             (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="TREC qrels: qid 0 docid relevance")
@@ -106,7 +112,9 @@ class StudyQrelsAPI(APIView):
             source,
             get_judge(judge) if judge or source != "humans" else None,
         )
-        return text_download((line + "\n" for line in export.lines()), f"study-{study.pk}-{export.aggregate}.qrels")
+        provenance = request.query_params.get("provenance") in ("1", "true")
+        name = f"study-{study.pk}-{export.aggregate}" + (".provenance.jsonl" if provenance else ".qrels")
+        return text_download((line + "\n" for line in export.lines(provenance)), name)
 
 
 class RunComparisonAPI(APIView):

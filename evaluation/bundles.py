@@ -5,7 +5,8 @@
   "test" for queries without one) and pools.jsonl where the collection's queries have pools;
   `import_beir` reads it back;
 - judgments.jsonl: one line per qrel with the labels behind it (a study's: each annotator's label
-  under a pseudonym, ties and adjudications; other sources: the qrel and its source);
+  under a pseudonym, ties and adjudications, and where the label comes from: `label_source`,
+  `label_method`, as annotation.provenance names them; other sources: the qrel and its source);
 - provenance.jsonl and runs.json: how each judged pair entered the pool (pool_provenance) and the
   runs it names;
 - trec/: ir_datasets-style files, docs.tsv (`doc_id<TAB>text`), queries.tsv (`query_id<TAB>text`)
@@ -29,6 +30,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.models import ItemCandidate, Study
+from annotation.provenance import label_method, label_source
 from annotation.selectors import pair_sources, pool_summary
 from evaluation.label_report import label_data
 from retrieval.errors import InputError
@@ -184,10 +186,14 @@ def judgment_records(qrels: Qrels, triples: list[tuple[str, str, int]]) -> Calla
 
     def records() -> Iterator[dict]:
         behind = study_labels(study) if study is not None else {}
+        method = qrels.details.get("aggregate", "majority")
         for query, passage, relevance in triples:
             record = {"query-id": query, "corpus-id": passage, "score": relevance, "source": qrels.source}
             if study is not None:
                 record.update(behind.get((query, passage), {"labels": [], "adjudicated": None}))
+                given = [entry["label"] for entry in record["labels"]]
+                origin = label_source(given, relevance, adjudicated=record["adjudicated"] is not None)
+                record.update(label_source=origin, label_method=label_method(origin, method))
             yield record
 
     return records

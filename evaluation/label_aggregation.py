@@ -8,8 +8,11 @@ items, the selected paragraph positions for multi-select items), `competence` (a
 label -> probability; multi-select: position -> probability that it is selected),
 `changed_from_majority` (items whose label differs from the majority vote's, ties to the lowest
 label), and the models' own details (Dawid-Skene's confusion matrices, MACE's spamming
-strategies, GLAD's abilities and item difficulties). Staff's adjudications are not applied here
-(the model's answer is what is asked for); qrels exports apply them.
+strategies, GLAD's abilities and item difficulties). `labels` holds the model's answer (what is
+asked for); adjudications are applied beside it: `adjudicated` (item -> the decided label),
+`final_labels` (the decision where there is one, else the model's label), `label_sources` (item
+-> where its final label comes from, annotation.provenance: adjudicated, unanimous, single, or
+aggregated by `method`) and `sent_back` (items sent back for rework, waiting for a new round).
 
 The seed (MACE's random start) is the study's seed unless one is given, so the same judgments
 give the same labels on every call.
@@ -20,7 +23,17 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from annotation.models import Study
+from annotation.models import Item, Study
+from annotation.provenance import (
+    ADJUDICATED,
+    DEFAULT_METHOD,
+    LABEL_SOURCES,
+    adjudicated_keys,
+    counted_answers,
+    item_labels,
+    label_source,
+    rework_counts,
+)
 from evaluation.aggregates import LABEL_METHODS
 from evaluation.label_models import Aggregation, aggregate
 from evaluation.ratings import StudyRatings, study_ratings
@@ -74,6 +87,47 @@ def changed_items(ratings: StudyRatings, model: Aggregation, majority: Aggregati
     return [item for item in mine.items() if mine.label(item) != theirs.label(item)]
 
 
+def _as_label(key):
+    """An answer key as this payload writes labels (a multi-select item's positions as a list)."""
+    return list(key) if isinstance(key, tuple) else key
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """The adjudications beside a fitted view: decided labels, final labels, their sources and
+    the items waiting for a new round."""
+
+    adjudicated: dict[int, object]
+    final: dict[int, object]
+    sources: dict[int, str]
+    sent_back: list[int]
+
+
+def provenance(study: Study, view: ItemView) -> Provenance:
+    answers, decided, reworks = counted_answers(study), adjudicated_keys(study), rework_counts(study)
+    final, sources = {}, {}
+    for item in view.items():
+        label = view.label(item)
+        key = tuple(label) if isinstance(label, list) else label
+        final[item] = _as_label(decided.get(item, key))
+        sources[item] = label_source(answers.get(item, []), key, adjudicated=item in decided)
+    for item, key in decided.items():
+        final.setdefault(item, _as_label(key))
+        sources.setdefault(item, ADJUDICATED)
+    waiting = sorted(item for item in reworks if not answers.get(item) and item not in decided)
+    return Provenance({item: _as_label(key) for item, key in decided.items()}, final, sources, waiting)
+
+
+def label_sources_section(study: Study) -> dict:
+    """For the reports: how many work items' labels come from each source, the majority vote
+    aggregating where the judgments differ (ties to the lowest answer)."""
+    work = Item.objects.filter(study=study, role=Item.Role.WORK).values_list("pk", flat=True)
+    counts = dict.fromkeys(LABEL_SOURCES, 0)
+    for label in item_labels(study, work.iterator(10_000)).values():
+        counts[label.source] += 1
+    return {"method": DEFAULT_METHOD, "items": counts}
+
+
 @dataclass(frozen=True)
 class _Fitted:
     ratings: StudyRatings
@@ -99,6 +153,7 @@ def study_aggregation(study: Study, method: str, seed: int | None = None) -> dic
     view = ItemView(ratings, model)
     changed = changed_items(ratings, model, majority)
     values = ratings.values
+    decided = provenance(study, view)
     return {
         "study": study.pk,
         "kind": study.kind,
@@ -125,6 +180,10 @@ def study_aggregation(study: Study, method: str, seed: int | None = None) -> dic
             for item, units in view.units_of_item.items()
             if ratings.kind != "multi_select" and units[0].key in model.task_details
         },
+        "adjudicated": decided.adjudicated,
+        "final_labels": decided.final,
+        "label_sources": decided.sources,
+        "sent_back": decided.sent_back,
     }
 
 
@@ -132,10 +191,12 @@ def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Itera
     """One JSON-ready row per aggregated item, keeping its whole distribution: `item`, `position`
     (in the study), `query`, `passage` (label kinds) or `candidates` (proxy and multi-select:
     passage ids in display order, which the positions index), `method`, `label`, `majority`,
-    `posterior`, `judgments`."""
+    `posterior`, `judgments`, and the adjudication beside it: `adjudicated` (the decided label or
+    null), `label_source`."""
     fitted = _fitted(study, method, seed)
     ratings = fitted.ratings
     view, majority_view = ItemView(ratings, fitted.model), ItemView(ratings, fitted.majority)
+    decided = provenance(study, view)
     judged: dict[int, set] = {}
     for unit, judgment in zip(ratings.unit.tolist(), ratings.judgment.tolist(), strict=True):
         judged.setdefault(ratings.units[unit].item, set()).add(judgment)
@@ -153,6 +214,8 @@ def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Itera
             "majority": majority_view.label(item),
             "posterior": {str(key): value for key, value in view.posterior(item).items()},
             "judgments": len(judged[item]),
+            "adjudicated": decided.adjudicated.get(item),
+            "label_source": decided.sources[item],
         }
 
 

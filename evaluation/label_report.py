@@ -13,18 +13,20 @@ from __future__ import annotations
 
 import itertools
 from collections import Counter
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Collection, Hashable, Iterable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 from django.utils import timezone
 
 from annotation.models import Study
+from annotation.provenance import DEFAULT_METHOD, label_method, label_source, rework_counts
 from annotation.services.labels import study_schema
 from evaluation import label_agreement as stats
 from evaluation.agreement import CONFIDENCE_LEVEL, finite_or_none
 from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import label_judges
+from evaluation.label_aggregation import label_sources_section
 from evaluation.positions import selection_position_effect
 from evaluation.selectors import (
     LabelAnswer,
@@ -274,8 +276,12 @@ def _selection_agreement(data: LabelData) -> dict:
 # --- aggregated labels ------------------------------------------------------------------------------
 
 
-def _aggregate_entry(data: LabelData, unit: Unit) -> dict:
+def _aggregate_entry(data: LabelData, unit: Unit, reworked: Collection[int]) -> dict:
+    """The unit's labels, their majority, mean and median, any adjudication, and where its final
+    label (`_final_label`) comes from (annotation.provenance)."""
     labels = data.labels(unit)
+    final, _ = _final_label(data, unit)
+    origin = label_source(labels, final, adjudicated=unit.key in data.adjudicated, sent_back=unit.item.id in reworked)
     entry = {
         "item": unit.item.id,
         "position": unit.candidate.position,
@@ -287,6 +293,8 @@ def _aggregate_entry(data: LabelData, unit: Unit) -> dict:
         "mean": None,
         "median": None,
         "adjudicated": data.adjudicated.get(unit.key),
+        "label_source": origin,
+        "label_method": label_method(origin, DEFAULT_METHOD),
     }
     if labels:
         vote = stats.majority_votes([labels])[0]
@@ -429,7 +437,8 @@ def _model_section(data: LabelData, run: Run) -> dict:
 def label_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     """Everything the report on a relevance or quotability study shows, as a JSON-ready dict."""
     data = label_data(study)
-    aggregates = [_aggregate_entry(data, unit) for unit in data.units]
+    reworked = rework_counts(study)
+    aggregates = [_aggregate_entry(data, unit, reworked) for unit in data.units]
     majorities = {unit.key: entry["majority"] for unit, entry in zip(data.units, aggregates)}
     rated_items = {answer.item_id for answer in data.answers}
     judgments_per_item = Counter(answer.item_id for answer in data.answers)
@@ -468,6 +477,7 @@ def label_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         ),
         "ties": sum(bool(entry["tied_labels"]) for entry in aggregates),
         "adjudicated": len(data.adjudicated),
+        "label_sources": label_sources_section(study),
         "aggregates": aggregates,
         "annotators": _annotators(data, majorities),
         "models": {str(run.pk): _model_section(data, run) for run in model_runs},

@@ -15,6 +15,12 @@ Staff's adjudication replaces the aggregate of the item. Items nobody judged are
 counted); only formal work items are exported, never hidden gold or qualification items. Two
 items on the same (query, passage) pool their labels.
 
+Provenance: every qrel knows where its label comes from (annotation.provenance's label sources:
+adjudicated, unanimous, single, or aggregated with the export's method); `summary()` counts them
+(`label_sources`) and the pairs sent back for rework still waiting for a new round
+(`sent_back`, among the unjudged), and `provenance_rows()` gives them per qrel (`export_qrels
+--provenance`, `?provenance=1`).
+
 Sources: `humans` (the annotators' labels), `judge` (a judge's labels, one per sample; no
 adjudication, they are the judge's own) or `both` (the judge's first sample counted as one more
 rater beside the humans).
@@ -22,11 +28,13 @@ rater beside the humans).
 
 from __future__ import annotations
 
+import json
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from annotation.models import Study
+from annotation.provenance import LABEL_SOURCES, SENT_BACK, label_method, label_source, rework_counts
 from evaluation import label_agreement as stats
 from evaluation.aggregates import AGGREGATES, COMPETENCE_MODELS, SOURCES
 from evaluation.bundles import beir_writers, write_folder
@@ -46,6 +54,8 @@ class Qrel:
     labels: tuple[int, ...]
     tie: bool  # resolved to the lower label
     adjudicated: bool
+    source: str  # annotation.provenance's label source
+    method: str | None  # the aggregate, for an aggregated label
 
 
 @dataclass(frozen=True)
@@ -54,9 +64,13 @@ class QrelsExport:
     aggregate: str
     qrels: list[Qrel]
     unjudged: int  # (query, passage) pairs nobody judged yet, left out
+    sent_back: int = 0  # of those, pairs of items sent back for rework, waiting for a new round
 
-    def lines(self) -> list[str]:
-        """TREC qrels lines, `qid 0 docid relevance`, sorted by query then passage id."""
+    def lines(self, provenance: bool = False) -> list[str]:
+        """TREC qrels lines, `qid 0 docid relevance`, sorted by query then passage id; with
+        `provenance`, the same qrels as JSON lines (`provenance_rows`)."""
+        if provenance:
+            return [json.dumps(row, sort_keys=True) for row in self.provenance_rows()]
         return [f"{qrel.query} 0 {qrel.passage} {qrel.relevance}" for qrel in self.qrels]
 
     def summary(self) -> dict:
@@ -69,7 +83,30 @@ class QrelsExport:
             "ties": sum(qrel.tie for qrel in self.qrels),
             "adjudicated": sum(qrel.adjudicated for qrel in self.qrels),
             "unjudged": self.unjudged,
+            "label_sources": {
+                source: sum(qrel.source == source for qrel in self.qrels)
+                for source in LABEL_SOURCES
+                if source not in (SENT_BACK, "unjudged")
+            },
+            "sent_back": self.sent_back,
         }
+
+    def provenance_rows(self) -> list[dict]:
+        """One row per qrel, as the lines are ordered: `query-id`, `corpus-id`, `score`,
+        `label_source`, `label_method` (the aggregate, for aggregated labels), `labels` (the
+        labels it was made from), `tie`."""
+        return [
+            {
+                "query-id": qrel.query,
+                "corpus-id": qrel.passage,
+                "score": qrel.relevance,
+                "label_source": qrel.source,
+                "label_method": qrel.method,
+                "labels": list(qrel.labels),
+                "tie": qrel.tie,
+            }
+            for qrel in self.qrels
+        ]
 
 
 def nearest_scale_value(value: float, scale: Sequence[int]) -> tuple[int, bool]:
@@ -123,18 +160,24 @@ def relevance_qrels(
         if unit.key in data.adjudicated:
             adjudicated[pair] = data.adjudicated[unit.key]
     modelled = _model_labels(raters, aggregate, data.values, study.seed) if aggregate in COMPETENCE_MODELS else {}
-    qrels, unjudged = [], 0
+    reworked = rework_counts(study) if source != "judge" else {}
+    sent_back = {(unit.item.query, unit.candidate.passage) for unit in data.units if unit.item.id in reworked}
+    qrels, unjudged, waiting = [], 0, 0
     for pair in sorted(labels):
+        given = tuple(sorted(labels[pair]))
         if pair in adjudicated:
-            qrels.append(Qrel(*pair, adjudicated[pair], tuple(sorted(labels[pair])), False, True))
+            relevance, tie = adjudicated[pair], False
         elif labels[pair] and aggregate in COMPETENCE_MODELS:
-            qrels.append(Qrel(*pair, modelled[pair], tuple(sorted(labels[pair])), False, False))
+            relevance, tie = modelled[pair], False
         elif labels[pair]:
             relevance, tie = aggregate_labels(labels[pair], aggregate, data.values)
-            qrels.append(Qrel(*pair, relevance, tuple(sorted(labels[pair])), tie, False))
         else:
             unjudged += 1
-    return QrelsExport(study, aggregate, qrels, unjudged)
+            waiting += pair in sent_back
+            continue
+        origin = label_source(given, relevance, adjudicated=pair in adjudicated)
+        qrels.append(Qrel(*pair, relevance, given, tie, pair in adjudicated, origin, label_method(origin, aggregate)))
+    return QrelsExport(study, aggregate, qrels, unjudged, waiting)
 
 
 def _model_labels(
@@ -148,9 +191,9 @@ def _model_labels(
     return {pair: fitted.labels[task] for task, pair in enumerate(pairs)}
 
 
-def write_qrels_file(export: QrelsExport, path: str | Path) -> Path:
+def write_qrels_file(export: QrelsExport, path: str | Path, provenance: bool = False) -> Path:
     path = Path(path)
-    write_atomically(path, lambda file: file.writelines(line + "\n" for line in export.lines()))
+    write_atomically(path, lambda file: file.writelines(line + "\n" for line in export.lines(provenance)))
     return path
 
 

@@ -21,7 +21,16 @@ from django.db import connections
 from django.db.models import Count, Exists, Max, Min, OuterRef, Q, QuerySet
 from django.db.models.functions import Coalesce
 
-from annotation.models import Adjudication, AnnotatorProfile, Item, ItemCandidate, Judgment, Study, StudyBlock
+from annotation.models import (
+    Adjudication,
+    AnnotatorProfile,
+    Item,
+    ItemCandidate,
+    Judgment,
+    Rework,
+    Study,
+    StudyBlock,
+)
 from annotation.selectors import counted_judgments, gold_judgments, span_target_text
 from annotation.services.labels import is_correct
 from evaluation.models import AgreementWatch
@@ -30,7 +39,7 @@ from retrieval.chunks import chunks
 from retrieval.models import Hit, Run
 
 # Bump when the report's computation or layout changes, so cached payloads are recomputed.
-REPORT_FORMAT = 4
+REPORT_FORMAT = 5
 
 
 @dataclass(frozen=True)
@@ -329,7 +338,7 @@ def adjudicated_answers(study: Study) -> dict[int, tuple[int | None, tuple[int, 
 
 def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
     """A digest of everything a study report depends on. Any new, voided or excluded judgment,
-    any block or adjudication, any change to items, known answers, candidates, the study's
+    any block, adjudication or send-back, any change to items, known answers, candidates, the study's
     settings or the runs' hits changes it.
 
     The large tables are summed up by the database, not read (reading every item was about a
@@ -388,6 +397,8 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
         "blocks": blocks,
         "blocked_everywhere": blocked_everywhere,
         "adjudications": adjudications,
+        # Which items wait for a new round after being sent back (the reports' label sources).
+        "reworks": Rework.objects.filter(item__study=study).aggregate(count=Count("id"), last=Max("id")),
         "runs": run_states,
         "judges": judge_answers_fingerprint(study),
         # Agreement over time is cut into the watch's batches; the competence models fitted depend

@@ -25,6 +25,7 @@ from evaluation import agreement
 from evaluation.chance import chance_section
 from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import proxy_judges
+from evaluation.label_aggregation import label_sources_section
 from evaluation.label_report import label_study_report
 from evaluation.positions import proxy_position_effect
 from evaluation.preference_report import preference_study_report
@@ -305,6 +306,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "model_accuracy": {run_id: section["accuracy"] for run_id, section in models.items()},
         "models": models,
         "random_baseline": _random_section(study, len(complete)),
+        "label_sources": label_sources_section(study),
         "position_effect": proxy_position_effect(study, shown_answers(study)),
         "judges": judges,
         "chance": chance_section(models, judges, study.candidates_per_item),

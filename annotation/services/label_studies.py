@@ -32,9 +32,17 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
-from retrieval.models import Collection, Hit, Passage, PoolEntry, Qrel, Query, Run
+from retrieval.models import Collection, Passage, Qrel, Query, Run
 
 from ..models import Item, ItemCandidate, Study
+from .candidate_pools import (
+    distinct_runs,
+    own_pools,
+    queries_in_seeded_order,
+    top_hits,
+    validate_depth,
+    validate_pool_sources,
+)
 from .labels import study_schema, validate_schema
 from .pools import MAX_ITEMS, MAX_POOL_PAIRS, PoolSettings, create_pooled_study
 from .studies import (
@@ -44,11 +52,10 @@ from .studies import (
     StudyCreation,
     no_item_error,
     store_study,
-    validate_common_settings,
+    study_fields,
     validate_run,
 )
 
-MAX_DEPTH = 1000
 # The pilot shows every paragraph of a source at once; more than this is no longer one screen.
 MAX_MULTI_SELECT_CANDIDATES = 50
 QUOTABILITY_SELECTIONS = ("top_non_gold", "top_k")
@@ -90,13 +97,13 @@ def create_relevance_study(
     One transaction; InputError names the offending field."""
     settings = PoolSettings(pool, budget, budget_per_query, rrf_k, rbp_p, lookahead)
     settings.validate(use_pools=use_pools)
-    runs = _distinct_runs(runs)
+    runs = distinct_runs(runs)
     schema = validate_schema(label_schema, kind=Study.Kind.RELEVANCE)
     if schema["multi_select"]:
         raise InputError(
             "a relevance item shows one passage; multi-select is for quotability", field="label_schema.multi_select"
         )
-    fields = _study_fields(
+    fields = study_fields(
         name=name,
         collection=collection,
         label_schema=schema,
@@ -109,15 +116,10 @@ def create_relevance_study(
         more_context=more_context,
         created_by=created_by,
     )
-    if not runs and not use_pools:
-        raise InputError("give at least one run, or use the queries' pools", field="runs")
-    for run in runs:
-        validate_run(run, collection, "runs")
-    _check_depth(depth)
-    candidates = _selected_queries(collection, queries, n_queries)
-    random.Random(seed).shuffle(candidates)
-    ranked = _top_hits(runs, candidates, depth)
-    pools = _pools(candidates) if use_pools else {}
+    validate_pool_sources(collection, runs, depth, use_pools)
+    candidates = queries_in_seeded_order(collection, queries, n_queries, seed)
+    ranked = top_hits(runs, candidates, depth)
+    pools = own_pools(candidates) if use_pools else {}
 
     def plan(query: Query):
         found: dict[int, PlannedItem] = {}
@@ -186,7 +188,7 @@ def create_quotability_study(
     paragraph of its source (`candidates_from` "document" or "pool"). Default 5 judgments per
     item and the paper's yes/no question; one transaction; InputError names the field."""
     schema = validate_schema(label_schema, kind=Study.Kind.QUOTABILITY)
-    fields = _study_fields(
+    fields = study_fields(
         name=name,
         collection=collection,
         label_schema=schema,
@@ -199,8 +201,7 @@ def create_quotability_study(
         more_context=more_context,
         created_by=created_by,
     )
-    candidates = _selected_queries(collection, queries, n_queries)
-    random.Random(seed).shuffle(candidates)
+    candidates = queries_in_seeded_order(collection, queries, n_queries, seed)
     if schema["multi_select"]:
         if run is not None:
             raise InputError("the pilot shows every paragraph of a source, not a run's hits", field="run")
@@ -219,7 +220,7 @@ def create_quotability_study(
                 f"must be one of {', '.join(QUOTABILITY_SELECTIONS)}, got {selection!r}", field="selection"
             )
         if selection == "top_k":
-            _check_depth(depth)
+            validate_depth(depth)
         plan = _run_paragraphs_planner(run, selection, 1 if selection == "top_non_gold" else depth, candidates)
         parameters = {"runs": [run.pk], "selection": selection, "depth": depth if selection == "top_k" else 1}
     planned, skipped = _plan_queries(candidates, plan, n_queries, progress)
@@ -259,77 +260,11 @@ def qrel_label(item: Item):
 # --- planning ------------------------------------------------------------------------------------
 
 
-def _study_fields(
-    *,
-    name,
-    collection,
-    label_schema,
-    judgments_per_item,
-    seed,
-    context_left,
-    context_right,
-    guidelines,
-    claim_minutes,
-    more_context,
-    created_by,
-) -> dict:
-    """The Study fields every label study sets, validated."""
-    validate_common_settings(
-        name=name,
-        judgments_per_item=judgments_per_item,
-        context_left=context_left,
-        context_right=context_right,
-        claim_minutes=claim_minutes,
-    )
-    return {
-        "name": name,
-        "collection": collection,
-        "label_schema": label_schema,
-        "judgments_per_item": judgments_per_item,
-        "seed": seed,
-        "context_left": context_left,
-        "context_right": context_right,
-        "guidelines": guidelines,
-        "claim_minutes": claim_minutes,
-        "more_context": more_context,
-        "created_by": created_by,
-    }
-
-
 def _one_passage_item(
     query: Query, passage: Passage, run: Run | None = None, rank: int | None = None, sources: list[dict] | None = None
 ) -> PlannedItem:
     """An item showing one passage, with the run and rank that found it (staff provenance)."""
     return PlannedItem(query, [ItemCandidate(passage=passage, source_run=run, source_rank=rank)], sources or [])
-
-
-def _distinct_runs(runs: Sequence[Run]) -> list[Run]:
-    distinct: dict[int, Run] = {}
-    for run in runs:
-        distinct.setdefault(run.pk, run)
-    return list(distinct.values())
-
-
-def _check_depth(depth: int) -> None:
-    if not 1 <= depth <= MAX_DEPTH:
-        raise InputError(f"must be between 1 and {MAX_DEPTH}, got {depth}", field="depth")
-
-
-def _selected_queries(collection: Collection, external_ids: Sequence[str] | None, n_queries: int | None) -> list[Query]:
-    """The collection's queries (or those named), in import order; shuffled by the caller."""
-    if n_queries is not None and n_queries < 1:
-        raise InputError(f"must be at least 1, got {n_queries}", field="n_queries")
-    queries = Query.objects.filter(collection=collection).order_by("ordinal", "pk")
-    if external_ids is None:
-        return list(queries)
-    wanted = list(dict.fromkeys(external_ids))
-    found = {query.external_id: query for query in queries.filter(external_id__in=wanted)}
-    missing = [external_id for external_id in wanted if external_id not in found]
-    if missing:
-        raise InputError(f"no query '{missing[0]}' in collection '{collection.name}'", field="queries")
-    if not wanted:
-        raise InputError("name at least one query", field="queries")
-    return sorted(found.values(), key=lambda query: (query.ordinal, query.pk))
 
 
 def _plan_queries(queries: list[Query], plan, n_queries: int | None, progress: Progress, limit: int = MAX_ITEMS):
@@ -357,30 +292,6 @@ def _plan_queries(queries: list[Query], plan, n_queries: int | None, progress: P
     return planned, skipped
 
 
-def _top_hits(runs: Sequence[Run], queries: Sequence[Query], depth: int) -> dict[tuple[int, int], list[Hit]]:
-    """(run id, query id) -> the run's hits for the query down to `depth`, best first."""
-    found: dict[tuple[int, int], list[Hit]] = defaultdict(list)
-    if not runs:
-        return found
-    hits = (
-        Hit.objects.filter(run__in=runs, query__in=queries, rank__lte=depth)
-        .select_related("passage")
-        .order_by("run_id", "query_id", "rank")
-    )
-    for hit in hits.iterator(chunk_size=2000):
-        found[hit.run_id, hit.query_id].append(hit)
-    return found
-
-
-def _pools(queries: Sequence[Query]) -> dict[int, list[tuple[int, Passage]]]:
-    """Query id -> its pool as (position, passage), in pool order."""
-    found: dict[int, list[tuple[int, Passage]]] = defaultdict(list)
-    entries = PoolEntry.objects.filter(query__in=queries).select_related("passage").order_by("query_id", "position")
-    for entry in entries.iterator(chunk_size=2000):
-        found[entry.query_id].append((entry.position, entry.passage))
-    return found
-
-
 def _gold_passages(queries: Sequence[Query]) -> dict[int, list[Passage]]:
     """Query id -> its relevant passages, most relevant first (then import order)."""
     found: dict[int, list[Passage]] = defaultdict(list)
@@ -395,7 +306,7 @@ def _gold_passages(queries: Sequence[Query]) -> dict[int, list[Passage]]:
 
 
 def _run_paragraphs_planner(run: Run, selection: str, depth: int, queries: Sequence[Query]):
-    ranked = _top_hits([run], queries, depth)
+    ranked = top_hits([run], queries, depth)
     golds = _gold_passages(queries) if selection == "top_non_gold" else {}
 
     def plan(query: Query):
@@ -417,7 +328,7 @@ def _run_paragraphs_planner(run: Run, selection: str, depth: int, queries: Seque
 
 
 def _source_paragraphs_planner(candidates_from: str, queries: Sequence[Query], seed: int):
-    pools = _pools(queries) if candidates_from == "pool" else {}
+    pools = own_pools(queries) if candidates_from == "pool" else {}
     golds = _gold_passages(queries) if candidates_from == "document" else {}
 
     def plan(query: Query):

@@ -30,7 +30,7 @@ from retrieval.models import Collection, Query, Run
 
 from ..models import PreferenceQuery, Study
 from ..preference_schema import validate_preference_schema
-from .label_studies import _check_depth, _distinct_runs, _pools, _selected_queries, _study_fields, _top_hits
+from .candidate_pools import distinct_runs, own_pools, queries_in_seeded_order, top_hits, validate_pool_sources
 from .preference_designs import DEFAULT_ALPHA, TopK, all_pairs, random_lists, random_pairs
 from .preference_scheduling import (
     ADAPTIVE,
@@ -42,7 +42,7 @@ from .preference_scheduling import (
     passage_labels,
     planned_item,
 )
-from .studies import SkippedQuery, StudyCreation, no_item_error, store_study, validate_run
+from .studies import SkippedQuery, StudyCreation, no_item_error, store_study, study_fields
 
 DESIGNS = ("all-pairs", "random", ADAPTIVE)
 RULES = (TOP_K, INFORMATIVE)
@@ -83,12 +83,12 @@ def create_preference_study(
     """A preference study over the runs' pooled passages (see the module docstring). Judgments per
     item default to 1 for adaptive designs (each pair asked once, as Clarke et al. do) and 3
     otherwise."""
-    runs = _distinct_runs(runs)
+    runs = distinct_runs(runs)
     schema = validate_preference_schema(label_schema)
     plan = _design(schema, design, budget, rule, top_k, pairings, all_pairs_below, batch, alpha)
     if judgments_per_item is None:
         judgments_per_item = 1 if design == ADAPTIVE else 3
-    fields = _study_fields(
+    fields = study_fields(
         name=name,
         collection=collection,
         label_schema=schema,
@@ -101,13 +101,8 @@ def create_preference_study(
         more_context=more_context,
         created_by=created_by,
     )
-    if not runs and not use_pools:
-        raise InputError("give at least one run, or use the queries' pools", field="runs")
-    for run in runs:
-        validate_run(run, collection, "runs")
-    _check_depth(depth)
-    candidates = _selected_queries(collection, queries, n_queries)
-    random.Random(seed).shuffle(candidates)
+    validate_pool_sources(collection, runs, depth, use_pools)
+    candidates = queries_in_seeded_order(collection, queries, n_queries, seed)
     pools, skipped = _query_pools(candidates, runs, depth, use_pools, n_queries, schema["list_size"], seed)
     parameters = {
         "runs": [run.pk for run in runs],
@@ -117,18 +112,18 @@ def create_preference_study(
         "n_queries": n_queries,
         "design": plan,
     }
-    study_fields = {**fields, "kind": Study.Kind.PREFERENCE, "candidates_per_item": schema["list_size"]}
+    kind_fields = {**fields, "kind": Study.Kind.PREFERENCE, "candidates_per_item": schema["list_size"]}
     with transaction.atomic():
         if plan["design"] == ADAPTIVE:
             creation = store_study(
-                [], skipped, annotators=annotators, parameters=parameters, progress=no_progress, **study_fields
+                [], skipped, annotators=annotators, parameters=parameters, progress=no_progress, **kind_fields
             )
             items = _open_adaptive(creation.study, pools)
             creation = StudyCreation(study=creation.study, items=items, skipped=skipped)
         else:
             planned = _fixed_items(pools, schema, plan, runs, seed)
             creation = store_study(
-                planned, skipped, annotators=annotators, parameters=parameters, progress=no_progress, **study_fields
+                planned, skipped, annotators=annotators, parameters=parameters, progress=no_progress, **kind_fields
             )
     progress(1.0, f"{creation.items} items")
     return creation
@@ -177,8 +172,8 @@ def _design(schema, design, budget, rule, top_k, pairings, all_pairs_below, batc
 def _query_pools(queries, runs, depth, use_pools, n_queries, size, seed):
     """(query -> its pool of passage ids, shuffled), visiting the queries in their seeded order
     until `n_queries` have a pool of at least `size` passages; the others are skipped."""
-    ranked = _top_hits(runs, queries, depth)
-    own_pools = _pools(queries) if use_pools else {}
+    ranked = top_hits(runs, queries, depth)
+    imported = own_pools(queries) if use_pools else {}
     pools: dict[Query, list[int]] = {}
     skipped: list[SkippedQuery] = []
     target = n_queries or len(queries)
@@ -192,7 +187,7 @@ def _query_pools(queries, runs, depth, use_pools, n_queries, size, seed):
                 for hit in ranked.get((run.pk, query.pk), [])
             ),
         )
-        pool = list(dict.fromkeys([passage for *_, passage in hits] + [p.pk for _, p in own_pools.get(query.pk, [])]))
+        pool = list(dict.fromkeys([passage for *_, passage in hits] + [p.pk for _, p in imported.get(query.pk, [])]))
         if len(pool) < size:
             skipped.append(
                 SkippedQuery(query.external_id, f"its pool holds {len(pool)} passages; an item compares {size}")

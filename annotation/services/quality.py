@@ -56,6 +56,7 @@ from ..models import (
     Study,
     StudyBlock,
 )
+from ..provenance import answer_column
 from ..selectors import answer_fields, counted_judgments, gold_judgments, shown_item
 from .labels import is_correct, study_schema, validate_answer, validate_expected
 from .qualification import qualification_state
@@ -509,14 +510,6 @@ def submit_peer_review(review: PeerReview, *, reviewer, verdict: str, comment: s
 # --- adjudication ------------------------------------------------------------------------------
 
 
-def _answer_column(study: Study) -> str:
-    """What two judgments must share to agree: the chosen position (proxy), the selected
-    positions (multi-select) or the label."""
-    if study.kind == Study.Kind.PROXY:
-        return "choice__position"
-    return "selections" if study_schema(study)["multi_select"] else "label"
-
-
 def disagreement_items(study: Study) -> list[dict]:
     """Work items whose counted judgments disagree (different choices, selections or labels; on
     a scale, a range above 0), in study order, with the answers' counts and any adjudication.
@@ -527,7 +520,7 @@ def disagreement_items(study: Study) -> list[dict]:
     if study.kind == Study.Kind.PREFERENCE:
         return []
     answers: dict[int, list] = defaultdict(list)
-    rows = counted_judgments(study).order_by().values_list("item_id", _answer_column(study))
+    rows = counted_judgments(study).order_by().values_list("item_id", answer_column(study))
     for item_id, answer in rows.iterator(10_000):
         answers[item_id].append(tuple(answer) if isinstance(answer, list) else answer)
     disputed = {item_id for item_id, keys in answers.items() if len(set(keys)) > 1}
@@ -573,7 +566,7 @@ def disagreement_counts(study: Study) -> tuple[int, int]:
         counted_judgments(study)
         .order_by()
         .values("item_id")
-        .annotate(answers=Count(_answer_column(study), distinct=True))
+        .annotate(answers=Count(answer_column(study), distinct=True))
         .filter(answers__gt=1)
         .values("item_id")
     )
@@ -589,6 +582,7 @@ def adjudication_payload(adjudication: Adjudication | None) -> dict | None:
         "candidate": adjudication.choice_id,
         "label": adjudication.label,
         "selections": adjudication.selections,
+        "reason": adjudication.reason,
         "note": adjudication.note,
         "decided_by": adjudication.decided_by.get_username() if adjudication.decided_by else None,
         "decided_at": adjudication.decided_at.isoformat(),
@@ -603,11 +597,13 @@ def adjudicate(
     position=None,
     label=None,
     selections=None,
+    reason: str = "",
     note: str = "",
 ) -> Adjudication:
     """Staff's final answer for a work item: a candidate (or its position) for proxy items, a
     label, or the selected positions of a multi-select item, validated like any answer. One per
-    item; deciding again replaces the answer, the note, who decided and when."""
+    item; deciding again replaces the answer, the reason (an entry of the study's error list,
+    checked by annotation.services.adjudication), the note, who decided and when."""
     study = item.study
     _refuse_preference(study, "items are not adjudicated (every answer counts in the scores)")
     if item.role != Item.Role.WORK:
@@ -630,7 +626,13 @@ def adjudicate(
         fields = {"choice": None, "label": None if multi_select else value, "selections": value if multi_select else []}
     adjudication, _ = Adjudication.objects.update_or_create(
         item=item,
-        defaults={**fields, "note": (note or "").strip(), "decided_by": by, "decided_at": timezone.now()},
+        defaults={
+            **fields,
+            "reason": reason,
+            "note": (note or "").strip(),
+            "decided_by": by,
+            "decided_at": timezone.now(),
+        },
     )
     return adjudication
 

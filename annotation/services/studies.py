@@ -281,6 +281,44 @@ def validate_common_settings(*, name, judgments_per_item, context_left, context_
         raise InputError(f"must be at least 1, got {claim_minutes}", field="claim_minutes")
 
 
+def study_fields(
+    *,
+    name,
+    collection,
+    label_schema,
+    judgments_per_item,
+    seed,
+    context_left,
+    context_right,
+    guidelines,
+    claim_minutes,
+    more_context,
+    created_by,
+) -> dict:
+    """The Study fields every study with a label schema sets (relevance, quotability and
+    preference studies), validated."""
+    validate_common_settings(
+        name=name,
+        judgments_per_item=judgments_per_item,
+        context_left=context_left,
+        context_right=context_right,
+        claim_minutes=claim_minutes,
+    )
+    return {
+        "name": name,
+        "collection": collection,
+        "label_schema": label_schema,
+        "judgments_per_item": judgments_per_item,
+        "seed": seed,
+        "context_left": context_left,
+        "context_right": context_right,
+        "guidelines": guidelines,
+        "claim_minutes": claim_minutes,
+        "more_context": more_context,
+        "created_by": created_by,
+    }
+
+
 def validate_run(run: Run, collection: Collection, field_name: str) -> None:
     """A run a study may draw from: finished, and ranking the study's collection."""
     if run.collection_id != collection.pk:

@@ -9,6 +9,11 @@ setting (dotted paths), so another app (e.g. judges/) adds its answers without t
 it. A source is `source(study) -> {item id: [answer, ...]}`, an answer a dict with any of
 `source`, `model`, `position`, `label`, `score`, `rationale`.
 
+Each work item also carries its label and where it comes from (annotation.provenance): `label`
+(JSON text: the decided answer, the unanimous one, or the majority vote), `label_source`
+(adjudicated, unanimous, single, aggregated, sent_back, unjudged), `label_method` (majority, for
+an aggregated label) and `reworks` (times it was sent back); null on gold and qualification items.
+
 Labels are JSON text (`label`, `expected_label`) so that every kind's labels fit one schema.
 Written as a Parquet file (`items.parquet`, readable by `datasets.load_dataset("parquet", ...)`,
 pandas, pyarrow) or with `Dataset.save_to_disk`; into a new folder, whole or not at all.
@@ -28,6 +33,7 @@ from django.conf import settings
 from django.utils.module_loading import import_string
 
 from annotation.models import Item, ItemCandidate, Judgment, Study
+from annotation.provenance import ItemLabel, item_labels
 from annotation.selectors import context_sentences
 from evaluation.selectors import ShownCandidate, ShownItem, run_scores
 from evaluation.services import model_answers
@@ -75,6 +81,10 @@ FEATURES = datasets.Features(
         "candidates": [CANDIDATE],
         "gold_position": datasets.Value("int32"),
         "expected_label": datasets.Value("string"),
+        "label": datasets.Value("string"),
+        "label_source": datasets.Value("string"),
+        "label_method": datasets.Value("string"),
+        "reworks": datasets.Value("int32"),
         "human_answers": [HUMAN_ANSWER],
         "model_answers": [MODEL_ANSWER],
     }
@@ -89,6 +99,7 @@ def study_dataset(study: Study, *, model_runs: list[Run] = ()) -> datasets.Datas
     candidates, passage_ids = _candidates(study)
     humans = _human_answers(study)
     machines = _model_answers(study, items, candidates, passage_ids, model_runs)
+    labels = item_labels(study, [item.pk for item in items if item.role == Item.Role.WORK])
     rows = []
     for item in items:
         shown = candidates.get(item.pk, [])
@@ -108,11 +119,24 @@ def study_dataset(study: Study, *, model_runs: list[Run] = ()) -> datasets.Datas
                 "candidates": shown,
                 "gold_position": gold if study.kind == Study.Kind.PROXY else None,
                 "expected_label": _json(item.expected_label),
+                **_label_columns(labels.get(item.pk)),
                 "human_answers": humans.get(item.pk, []),
                 "model_answers": machines.get(item.pk, []),
             }
         )
     return datasets.Dataset.from_list(rows, features=FEATURES)
+
+
+def _label_columns(label: ItemLabel | None) -> dict:
+    """The item's label and provenance columns (all null for gold and qualification items)."""
+    if label is None:
+        return dict.fromkeys(("label", "label_source", "label_method", "reworks"))
+    return {
+        "label": _json(label.fields()["item_label"]),
+        "label_source": label.source,
+        "label_method": label.method,
+        "reworks": label.reworks,
+    }
 
 
 def _json(value) -> str | None:

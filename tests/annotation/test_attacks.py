@@ -49,6 +49,7 @@ from tests.factories import (
     add_qrels,
     api_client,
     gold_position,
+    grant,
     make_annotator,
     make_collection,
     make_label_study,
@@ -832,9 +833,136 @@ def test_an_annotators_rationale_cannot_inject_markup_into_staff_or_reviewer_pag
     sample_for_peer_review(study, seed=1)
     pages = [
         session_client(other).get(f"/studies/{study.pk}/review/"),
-        session_client(make_user(staff=True)).get(f"/studies/{study.pk}/adjudicate/"),
+        session_client(make_user(staff=True)).get(f"/studies/{study.pk}/adjudicate/{item.pk}/"),
     ]
     for page in pages:
         html = page.content.decode()
         assert page.status_code == 200 and "&lt;script&gt;alert(" in html
         assert "<script>alert(" not in html and "<img src=x" not in html
+
+
+# --- the adjudication workspace: adjudicators see answers, annotators never do ----------------------
+
+# The workspace's routes: what an account with the adjudicate permission (not staff) may open.
+ADJUDICATOR_ROUTES = {
+    "study_adjudicate",
+    "adjudication_next",
+    "item_adjudicate",
+    "item_send_back",
+    "api-adjudication-queue",
+    "api-adjudication-next",
+    "api-adjudication-item",
+    "api-adjudication-decide",
+    "api-adjudication-send-back",
+    "api-adjudication-reasons",
+    "api-adjudication-global-reasons",
+}
+# Keys of staff's payloads that an adjudicator's must not carry: annotators' names ("name"), the
+# gold, the item's known answer or role, where candidates came from, the query's external id.
+ADJUDICATOR_HIDDEN_KEYS = (
+    "name",
+    "is_gold",
+    "gold",
+    "gold_position",
+    "source_run",
+    "source_rank",
+    "sources",
+    "role",
+    "expected_label",
+    "query",
+    "retriever",
+)
+
+
+def adjudicator_in(world: World):
+    """An account with the adjudicate permission, kept from annotating the world's study (which
+    is open to every annotator) so that it may adjudicate it."""
+    adjudicator = grant(make_user("adjudicator_not_staff"), "annotation.adjudicate")
+    block_annotator(world.study, adjudicator, by=world.staff, reason="adjudicates", exclude_judgments=False)
+    return adjudicator
+
+
+def test_the_workspace_routes_still_exist_so_the_sweeps_cover_them():
+    assert {name for name, _ in routes()} >= ADJUDICATOR_ROUTES
+
+
+@pytest.mark.parametrize("authentication", ["session", "token"])
+def test_an_annotator_reaches_no_answer_decision_or_reason_of_the_workspace(world, authentication):
+    client = session_client(world.attacker) if authentication == "session" else token_client(world.attacker)
+    before = world.fingerprint()
+    for name, _template, method, path, response in sweep(client, world):
+        if name not in ADJUDICATOR_ROUTES:
+            continue
+        assert refused(client, response) and response.status_code != 401, (method, path, response.status_code)
+        assert not leaks(response.content.decode(errors="replace"), world.secrets(), keys=False), (method, path)
+    assert world.fingerprint() == before
+
+
+@pytest.mark.parametrize("authentication", ["session", "token"])
+def test_an_adjudicator_who_is_not_staff_reaches_only_the_workspace_and_no_names_or_gold(world, authentication):
+    adjudicator = adjudicator_in(world)
+    client = session_client(adjudicator) if authentication == "session" else token_client(adjudicator)
+    before = world.fingerprint()
+    secrets = [
+        *(
+            secret
+            for secret in world.secrets()
+            if secret not in (str(VICTIM_SECONDS), STAFF, "ADJUDICATION-NOTE-SECRET")
+        ),
+        "attacker",
+    ]
+    reached = set()
+    for name, template, method, path, response in sweep(client, world):
+        if name in ADJUDICATOR_ROUTES:
+            assert response.status_code < 500, (method, path)
+            body = response.content.decode(errors="replace")
+            found = [secret for secret in secrets if secret in body]
+            found += [key for key in ADJUDICATOR_HIDDEN_KEYS if f'"{key}"' in body]
+            assert not found, f"{method.upper()} {path} showed {found}"
+            if response.status_code == 200:
+                reached.add(name)
+        elif is_staff_route(name):
+            assert refused(client, response) and response.status_code != 401, (
+                f"adjudicator {method.upper()} {path} ({template}) answered {response.status_code}"
+            )
+    pages = {"study_adjudicate", "item_adjudicate"} if authentication == "session" else set()
+    assert {*pages, "api-adjudication-item", "api-adjudication-queue", "api-adjudication-next"} <= reached
+    assert world.fingerprint() == before  # empty posts decided nothing, sent nothing back
+
+
+def test_an_adjudicator_who_judged_in_a_study_or_may_still_judge_it_is_refused_there(world):
+    """The world's study is open to every annotator: the attacker judged in it, and a fresh
+    adjudicator could be served its items; both are refused, over the pages and the API."""
+    judged_there = grant(world.attacker, "annotation.adjudicate")
+    may_judge = grant(make_user("fresh_adjudicator"), "annotation.adjudicate")
+    pages = (f"/studies/{world.study.pk}/adjudicate/", f"/studies/{world.study.pk}/adjudicate/{world.judged_item.pk}/")
+    api = (
+        f"/api/studies/{world.study.pk}/adjudication/items/{world.judged_item.pk}/",
+        f"/api/studies/{world.study.pk}/adjudication/queue/",
+    )
+    tokens = {person: token_client(person) for person in (judged_there, may_judge)}
+    for person in (judged_there, may_judge):
+        for client, paths in ((session_client(person), pages), (tokens[person], api)):
+            for path in paths:
+                response = client.get(path)
+                assert response.status_code == 403, (person.username, path)
+                assert VICTIM not in response.content.decode() and BYSTANDER not in response.content.decode()
+    decided = tokens[may_judge].post(
+        f"/api/studies/{world.study.pk}/adjudication/items/{world.judged_item.pk}/decide/",
+        {"position": 0, "reason": "Annotator error"},
+        format="json",
+    )
+    assert decided.status_code == 403
+    assert Adjudication.objects.get(item=world.judged_item).choice.position == 1  # staff's decision stands
+
+
+def test_an_adjudicator_cannot_reach_a_gold_item_or_another_studys_item_through_the_workspace(world):
+    adjudicator = adjudicator_in(world)
+    other = make_relic_proxy_study(1)
+    client = token_client(adjudicator)
+    base = f"/api/studies/{world.study.pk}/adjudication/items"
+    for item in (world.gold_item, other.items.get()):
+        assert client.get(f"{base}/{item.pk}/").status_code == 404
+        decided = client.post(f"{base}/{item.pk}/decide/", {"position": 0, "reason": "Broken item"}, format="json")
+        assert decided.status_code == 404
+    assert not Adjudication.objects.filter(item__in=[world.gold_item, other.items.get()]).exists()

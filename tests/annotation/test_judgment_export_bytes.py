@@ -1,11 +1,13 @@
 """The judgment exports byte for byte: four small studies with fixed ids and times export exactly
 the text in fixtures/judgment_export.{jsonl,csv,json}, which the export wrote when it still
 built a model instance per row (issue 14 made it read rows with values_list), with the
-`shown_order` column added since (issue 24). Between them the studies hold every kind of field:
-a chosen candidate right and wrong, a gold item, labels with spans, rubric and a rationale that
-CSV must quote (comma, quotes, newline, non-ASCII), multi-select answers matching their expected
-positions or not, no known answer (correct is null), a recorded presentation order or none,
-missing and zero seconds, unsure, an imported and a voided judgment, and no judgments at all."""
+`shown_order` column added since (issue 24 point 4) and the item's label and its provenance
+(`item_label`, `label_source`, `label_method`, `reworks`: issue 24 point 2); neither addition
+changed any other byte. Between them the studies hold every kind of field: a chosen candidate
+right and wrong, a gold item, labels with spans, rubric and a rationale that CSV must quote
+(comma, quotes, newline, non-ASCII), multi-select answers matching their expected positions or
+not, no known answer (correct is null), a recorded presentation order or none, missing and zero
+seconds, unsure, an imported and a voided judgment, and no judgments at all."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path

@@ -1,7 +1,6 @@
 """Adjudication: the items whose counted judgments disagree, and staff's final answer for them."""
 
 import pytest
-from django.urls import reverse
 
 from annotation.models import Adjudication, Item
 from annotation.services.quality import (
@@ -11,7 +10,6 @@ from annotation.services.quality import (
     disagreement_counts,
     disagreement_items,
 )
-from annotation.ui_selectors import DISAGREEMENTS_PER_PAGE
 from retrieval.errors import InputError
 from tests.factories import (
     add_judgment,
@@ -135,24 +133,3 @@ def test_invalid_or_misplaced_adjudications_are_refused():
         adjudicate(gold, by=staff, position=0)
     assert known_answer.value.field == "item"
     assert not Adjudication.objects.exists()
-
-
-def test_a_large_study_adjudicates_a_page_of_disagreements_at_a_time(client):
-    """Thousands of items may disagree: the page shows DISAGREEMENTS_PER_PAGE of them with a
-    pager, and deciding one returns to the page it was on."""
-    study = make_bulk_proxy_study(3 * DISAGREEMENTS_PER_PAGE, gold_share=0.4, seed=3)
-    disputed = disagreement_items(study)
-    assert len(disputed) > DISAGREEMENTS_PER_PAGE
-    client.force_login(make_user(staff=True))
-    url = reverse("study_adjudicate", args=[study.pk])
-
-    first = client.get(url).content.decode()
-    second = client.get(url + "?page=2").content.decode()
-    on_second = disputed[DISAGREEMENTS_PER_PAGE]["item"]
-    decided = client.post(reverse("item_adjudicate", args=[study.pk, on_second]), {"position": 0, "page": "2"})
-
-    assert first.count('class="card adjudication"') == DISAGREEMENTS_PER_PAGE
-    assert f"disagreements 1–{DISAGREEMENTS_PER_PAGE} of {len(disputed)}" in first
-    assert f'id="item-{on_second}"' in second and f'id="item-{on_second}"' not in first
-    assert decided.url == f"{url}?page=2#item-{on_second}"
-    assert Adjudication.objects.get(item_id=on_second).choice.position == 0

@@ -421,16 +421,20 @@ def test_staff_see_every_answer_of_a_disagreement_and_decide_it(client):
     first = judge(study, make_annotator("ann"), label=0, rationale="Off topic.")
     judge(study, make_annotator("bob"), label=2)
     login(client, make_user("organiser", staff=True))
-    page = client.get(reverse("study_adjudicate", args=[study.pk])).content.decode()
-    assert f'id="item-{first.item_id}"' in page
-    assert "<strong>ann</strong>: 0 · Not relevant" in page and "<strong>bob</strong>: 2 · Highly relevant" in page
-    assert "Off topic." in page and "Undecided" in page
+    queue = client.get(reverse("study_adjudicate", args=[study.pk])).content.decode()
+    assert f'data-item="{first.item_id}"' in queue and "Undecided" in queue
+    page = client.get(reverse("item_adjudicate", args=[study.pk, first.item_id])).content.decode()
+    assert "<strong>0 · Not relevant</strong>" in page and "<strong>2 · Highly relevant</strong>" in page
+    assert "ann</span>" in page and "bob</span>" in page and "Off topic." in page
 
-    client.post(reverse("item_adjudicate", args=[study.pk, first.item_id]), {"label": "2", "note": "bob is right"})
+    client.post(
+        reverse("item_adjudicate", args=[study.pk, first.item_id]),
+        {"label": "2", "reason": "Annotator error", "note": "bob is right"},
+    )
     decision = Adjudication.objects.get(item_id=first.item_id)
-    assert (decision.label, decision.note) == (2, "bob is right")
+    assert (decision.label, decision.reason, decision.note) == (2, "Annotator error", "bob is right")
     assert (
-        "Decided: <strong>2 · Highly relevant</strong>"
+        "Decided: 2 · Highly relevant · Annotator error"
         in client.get(reverse("study_adjudicate", args=[study.pk])).content.decode()
     )
 

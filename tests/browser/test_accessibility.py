@@ -168,6 +168,10 @@ def test_every_staff_page_passes_axe_and_the_keyboard_reaches_every_control(
         "new quotability study": "/studies/new/quotability/",
         "quality": f"/studies/{proxy.pk}/quality/",
         "adjudicate": f"/studies/{proxy.pk}/adjudicate/",
+        "proxy adjudication workspace": f"/studies/{proxy.pk}/adjudicate/{proxy.items.order_by('position')[0].pk}/",
+        "relevance adjudication workspace": (
+            f"/studies/{relevance.pk}/adjudicate/{relevance.items.order_by('position').last().pk}/"
+        ),
         "proxy report": f"/studies/{proxy.pk}/report/",
         "relevance report": f"/studies/{relevance.pk}/report/",
         "recruiting": f"/studies/{proxy.pk}/recruiting/",

@@ -54,6 +54,7 @@ def staff_pages():
         "/studies/new/",
         f"/studies/{study.pk}/quality/",
         f"/studies/{study.pk}/adjudicate/",
+        f"/studies/{study.pk}/adjudicate/{study.items.order_by('position').first().pk}/",
         f"/studies/{study.pk}/report/",
     ]
 

@@ -10,7 +10,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study
+from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study, StudyGrant
 from annotation.services import claim_next_item, next_work
 from annotation.services.lifecycle import close_study
 from console.selectors import ITEMS_PER_PAGE
@@ -96,6 +96,30 @@ def test_per_annotator_progress_done_remaining_median_seconds_flags_last_active(
     ]
     assert cells(html, "bob")[:5] == ["bob", "1", "3", "–", "0"]
     assert cells(html, "cyd")[:3] == ["cyd", "0", "3"]
+
+
+def test_remaining_stops_at_the_cap_or_the_persons_own_quota_as_their_progress_does(staff_client):
+    """A lab annotator one item short of the cap has one left, not every open item; a crowd
+    participant who finished their quota has none (the study page said 17 and 12 in the first
+    week's scenario); a voided judgment still counts against the limit, as the queue counts it."""
+    study = make_relic_proxy_study(8, judgments_per_item=3)
+    Study.objects.filter(pk=study.pk).update(max_items_per_annotator=4)
+    lab, crowd, free = make_annotator("lab"), make_annotator("crowd"), make_annotator("free")
+    StudyGrant.objects.create(study=study, annotator=crowd, item_quota=2)
+    items = list(study.items.order_by("position"))
+    for item in items[:3]:
+        add_judgment(item, lab, 0)
+    Judgment.objects.filter(annotator=lab, item=items[0]).update(voided=True)
+    for item in items[:2]:
+        add_judgment(item, crowd, 0)
+    add_judgment(items[0], free, 0)
+
+    html = staff_client.get(reverse("study_detail", args=[study.pk])).content.decode()
+
+    assert cells(html, "lab")[1:3] == ["2", "1"]  # 3 of the cap of 4 worked, one voided
+    assert cells(html, "crowd")[1:3] == ["2", "0"]
+    assert cells(html, "free")[1:3] == ["1", "3"]  # the cap of 4 less 1 done, not the 7 open items left
+    assert next_work(study, crowd)["item"] is None and next_work(study, lab)["item"] is not None
 
 
 def test_staff_close_reopen_and_delete_a_study(staff_client):

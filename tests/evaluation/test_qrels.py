@@ -96,6 +96,9 @@ def test_aggregated_labels_become_qrels(study, aggregate, expected, ties):
         "ties": ties,
         "adjudicated": 1,
         "unjudged": 1,
+        # qA d1 is unanimous, qB d5 adjudicated, the rest aggregated (by `aggregate`).
+        "label_sources": {"adjudicated": 1, "unanimous": 1, "single": 0, "aggregated": 5},
+        "sent_back": 0,
     }
 
 

@@ -199,30 +199,25 @@ class Command(JsonCommand):
             return _created(create_proxy_study, presentation, **common, **_proxy_options(collection, options))
         if kind == Study.Kind.PREFERENCE:
             return _created(create_preference_study, presentation, **common, **_preference_options(options))
-        labels = {
-            "queries": _names(options["queries"]) or None,
-            "n_queries": options["n_queries"],
-            "label_schema": _label_schema(kind, options),
-        }
-        runs = _runs(options["runs"])
+        label_schema = _label_schema(kind, options)
         if kind == Study.Kind.RELEVANCE:
             return _created(
                 create_relevance_study,
                 presentation,
                 **common,
-                **labels,
+                **_pool_sources(options),
                 **pool,
-                runs=runs,
-                depth=options["depth"] or 10,
-                use_pools=options["use_pools"],
+                label_schema=label_schema,
             )
+        runs = _runs(options["runs"])
         if len(runs) > 1:
             raise InputError("a quotability study judges the paragraphs of one run", field="--runs")
         return _created(
             create_quotability_study,
             presentation,
             **common,
-            **labels,
+            **_chosen_queries(options),
+            label_schema=label_schema,
             run=runs[0] if runs else None,
             selection=options["selection"],
             depth=options["depth"] or 1,
@@ -276,11 +271,7 @@ def _preference_options(options) -> dict:
     if options["design"] is None:
         raise InputError("a preference study needs a design: all-pairs, random or adaptive", field="--design")
     return {
-        "runs": _runs(options["runs"]),
-        "depth": options["depth"] or 10,
-        "use_pools": options["use_pools"],
-        "queries": _names(options["queries"]) or None,
-        "n_queries": options["n_queries"],
+        **_pool_sources(options),
         "design": options["design"],
         "budget": options["budget"],
         "rule": options["rule"],
@@ -291,6 +282,23 @@ def _preference_options(options) -> dict:
         "alpha": options["alpha"],
         "label_schema": _preference_schema(options),
     }
+
+
+def _pool_sources(options) -> dict:
+    """Where a relevance or preference study's pool of candidates comes from: the runs' top
+    `--depth` hits (10 by default) and, with --use-pools, the queries' own pools, over the chosen
+    queries."""
+    return {
+        "runs": _runs(options["runs"]),
+        "depth": options["depth"] or 10,
+        "use_pools": options["use_pools"],
+        **_chosen_queries(options),
+    }
+
+
+def _chosen_queries(options) -> dict:
+    """--queries (empty: all of them) and --n-queries, as every study but a proxy one takes them."""
+    return {"queries": _names(options["queries"]) or None, "n_queries": options["n_queries"]}
 
 
 def _preference_schema(options) -> dict:

@@ -1,11 +1,14 @@
 """`export_qrels STUDY_ID [--aggregate majority|mean|median|dawid-skene|mace|glad] [--source
-humans|judge|both --judge NAME] [--out FILE] [--beir DIR] [--json]`: a relevance study's aggregated
-labels (the humans', a judge's, or both) as TREC qrels (`qid 0 docid relevance`).
+humans|judge|both --judge NAME] [--provenance] [--out FILE] [--beir DIR] [--json]`: a relevance
+study's aggregated labels (the humans', a judge's, or both) as TREC qrels (`qid 0 docid
+relevance`), or with --provenance as JSON lines saying where each label comes from
+(`label_source`: adjudicated, unanimous, single or aggregated, with `label_method`).
 
 Without --out or --beir the qrels lines go to stdout and nothing else does (like export_run), so
 `export_qrels 3 > study3.qrels` gives a clean file. With --out and/or --beir the files are
 written and the summary printed (one JSON line with --json): keys `study`, `aggregate`, `qrels`,
-`queries`, `relevant`, `ties`, `adjudicated`, `unjudged`, plus `out` / `beir`.
+`queries`, `relevant`, `ties`, `adjudicated`, `unjudged`, `label_sources`, `sent_back`, plus `out` /
+`beir`.
 """
 
 from django.core.management.base import CommandError
@@ -35,6 +38,11 @@ class Command(JsonCommand):
             "--source", choices=SOURCES, default="humans", help="Whose labels: humans, a judge, or both."
         )
         parser.add_argument("--judge", default=None, help="The judge for --source judge|both (its latest version).")
+        parser.add_argument(
+            "--provenance",
+            action="store_true",
+            help="JSON lines instead of TREC lines: each qrel with its label_source, label_method and labels.",
+        )
         parser.add_argument("--out", metavar="FILE", help="Write the qrels lines to FILE instead of stdout.")
         parser.add_argument(
             "--beir",
@@ -49,17 +57,17 @@ class Command(JsonCommand):
             export = self.export(**options)
         except InputError as exc:
             raise CommandError(str(exc)) from exc
-        write_lines(self, export.lines())
+        write_lines(self, export.lines(options["provenance"]))
 
     def export(self, *, study_id, aggregate, source, judge, **options):
         chosen = get_judge(judge) if judge or source != "humans" else None
         return relevance_qrels(get_study(study_id, field="study"), aggregate, source, chosen)
 
-    def run(self, *, out, beir, **options):
+    def run(self, *, out, beir, provenance, **options):
         export = self.export(**options)
         summary = export.summary()
         if out:
-            summary["out"] = str(write_qrels_file(export, out))
+            summary["out"] = str(write_qrels_file(export, out, provenance))
         if beir:
             summary["beir"] = write_beir_folder(export, beir)["beir"]
         return summary

@@ -1,0 +1,456 @@
+"""The adjudication workspace's rules: who adjudicates, the queue and its order, the error list
+adjudicators choose reasons from, decisions and sending items back for rework.
+
+Decisions, in one place:
+- Adjudicators are staff, or accounts with the permission `annotation.adjudicate` (given in the
+  admin, to a user or a group). Such an account that is not staff reaches the workspace only
+  (queue, items, decisions, send-backs, the reasons list) and sees annotators as A, B, C within
+  each item, never their names, the gold, or the item's known answer; and only in studies it
+  has no judgment in and could not be given work in (`work_standing` refuses it: not on the
+  study's list of annotators, blocked from the study, scoped to other studies), whether the
+  study is open or closed, so nobody adjudicates their own answers or judges an item after
+  seeing others' answers to it. Staff keep an adjudicator out of an open-to-all study's
+  annotation by blocking them there (keeping judgments) or by naming its annotators.
+- The queue holds the study's work items with at least two counted judgments whose agreement
+  (annotation.provenance) is below 1, plus a seeded sample of the agreed ones
+  (`Study.adjudication_sample_rate`: ceil(rate x agreed items), those whose SHA-256 of
+  "seed:adjudication-sample:item id" is smallest, so the same seed draws the same items whatever
+  order they are read in), plus items back from rework with a new round of
+  two or more judgments; ordered by agreement, lowest first, then study position. Decided items
+  keep their place (with their decision); the workspace serves the first undecided one.
+- The order is stored (AdjudicationQueue and its entries): reading every counted judgment to
+  order them is too slow for each page at 100K items. It is rebuilt when it no longer holds:
+  a judgment newer than the build, a judgment voided since (annotation.signals marks it
+  stale), a change in whose judgments the study excludes, or in the sample's rate or seed.
+  An item's own page always reads its judgments afresh, and corrects its entry's agreement.
+- Reasons: each study uses its own list when staff gave it one, else the global list, else
+  DEFAULT_REASONS. A decision on an item whose counted judgments disagree, and every send-back,
+  needs a reason from the list; confirming an agreed item needs none. The reason is stored as
+  its text, so editing the list later never rewrites a decision.
+- Rework: sending an item back voids its judgments (kept, flagged "sent back for rework", no
+  longer counted, their slots freed), withdraws its decision if it had one, and records both
+  with the reason. The queue then serves the item to annotators again, judgments_per_item
+  fresh slots, never to those who judged it before (one judgment per annotator and item, voided
+  or not); once two of the new round are in, the item returns to the adjudication queue. No
+  judgment is deleted or written twice.
+- Preference studies have no queue and no item in the workspace: their disagreements are data
+  (the Bradley-Terry scores weigh every answer), not errors to decide, as
+  `quality.disagreement_items` lists none.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections import Counter, defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.core.exceptions import PermissionDenied
+from django.db import transaction
+from django.db.models import Count, Max
+
+from retrieval.errors import InputError
+from retrieval.input_rules import check_text
+
+from ..models import (
+    Adjudication,
+    AdjudicationQueue,
+    AdjudicationQueueEntry,
+    AdjudicationReason,
+    Item,
+    Judgment,
+    Rework,
+    Study,
+    StudyBlock,
+)
+from ..provenance import agreement, answer_column, answer_scale, as_key
+from ..selectors import counted_judgments
+from .quality import adjudicate, adjudication_payload, share_of
+from .queue import annotator_refusal, lock_rows, void_judgment
+
+ADJUDICATE_PERMISSION = "annotation.adjudicate"
+DEFAULT_REASONS = ("Guideline gap", "Ambiguous item", "Annotator error", "Broken item")
+MAX_REASONS = 12
+MAX_REASON_LENGTH = 200
+SENT_BACK_PREFIX = "sent back for rework"
+
+
+class AdjudicationRefused(PermissionDenied):
+    """The account may not adjudicate (in this study); pages and the API answer 403 with why."""
+
+
+# --- who adjudicates ---------------------------------------------------------------------------
+
+
+def is_adjudicator(user) -> bool:
+    """Staff, or an active account with the adjudicate permission."""
+    if user is None or not user.is_authenticated or not user.is_active:
+        return False
+    return user.is_staff or user.has_perm(ADJUDICATE_PERMISSION)
+
+
+def adjudicator_refusal(study: Study, user) -> str | None:
+    """Why `user` may not adjudicate `study`, or None (see the module docstring)."""
+    if not is_adjudicator(user):
+        return "adjudicators and staff only"
+    if user.is_staff:
+        return None
+    if Judgment.objects.filter(item__study=study, annotator=user).exists():
+        return "you judged items of this study; someone else adjudicates it"
+    if annotator_refusal(study, user) is None:
+        return (
+            "you may be given this study's items to judge; staff block you from annotating it "
+            "(keeping judgments) or name its annotators before you adjudicate it"
+        )
+    return None
+
+
+def require_adjudicator(study: Study, user) -> None:
+    refusal = adjudicator_refusal(study, user)
+    if refusal:
+        raise AdjudicationRefused(refusal)
+
+
+def adjudicable_studies(user) -> list[Study]:
+    """The studies a non-staff adjudicator may adjudicate (their home page lists them)."""
+    if not is_adjudicator(user) or user.is_staff:
+        return []
+    return [study for study in Study.objects.order_by("name") if adjudicator_refusal(study, user) is None]
+
+
+# --- the error list ----------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reasons:
+    texts: list[str]
+    scope: str  # "study": the study's own list; "global"; "default": none stored
+
+
+def reasons(study: Study | None) -> Reasons:
+    """The reasons adjudicators choose from in `study` (None: the global list)."""
+    if study is not None:
+        own = list(AdjudicationReason.objects.filter(study=study).order_by("position").values_list("text", flat=True))
+        if own:
+            return Reasons(own, "study")
+    stored = list(
+        AdjudicationReason.objects.filter(study__isnull=True).order_by("position").values_list("text", flat=True)
+    )
+    return Reasons(stored, "global") if stored else Reasons(list(DEFAULT_REASONS), "default")
+
+
+def set_reasons(study: Study | None, texts: Iterable[str] | None) -> Reasons:
+    """Replace the study's own list (None: the global list) with `texts`, in order; an empty or
+    None list drops the study's own list (it then uses the global one) or resets the global
+    list to DEFAULT_REASONS. Entries are trimmed; empty, repeated (ignoring case), overlong ones
+    and more than MAX_REASONS are refused, naming the field `reasons`."""
+    cleaned = _clean_reasons(texts or [])
+    with transaction.atomic():
+        AdjudicationReason.objects.filter(study=study).delete()  # study None: the global list
+        AdjudicationReason.objects.bulk_create(
+            [AdjudicationReason(study=study, text=text, position=n) for n, text in enumerate(cleaned)]
+        )
+    return reasons(study)
+
+
+def _clean_reasons(texts: Iterable[str]) -> list[str]:
+    cleaned, seen = [], set()
+    for text in texts:
+        if not isinstance(text, str):
+            raise InputError(f"each reason is text, got {text!r}", field="reasons")
+        text = check_text(" ".join(text.split()), field="reasons")
+        if not text:
+            raise InputError("a reason cannot be empty", field="reasons")
+        if len(text) > MAX_REASON_LENGTH:
+            raise InputError(f"a reason is at most {MAX_REASON_LENGTH} characters", field="reasons")
+        if text.casefold() in seen:
+            raise InputError(f"{text!r} is listed twice", field="reasons")
+        seen.add(text.casefold())
+        cleaned.append(text)
+    if len(cleaned) > MAX_REASONS:
+        raise InputError(f"at most {MAX_REASONS} reasons, got {len(cleaned)}", field="reasons")
+    return cleaned
+
+
+def require_reason(study: Study, reason: str | None, *, required: bool) -> str:
+    """The reason as the study's list spells it, or "" when none is given and none is needed."""
+    reason = " ".join((reason or "").split())
+    if not reason:
+        if required:
+            raise InputError("choose a reason from the study's list", field="reason")
+        return ""
+    listed = reasons(study).texts
+    match = next((text for text in listed if text.casefold() == reason.casefold()), None)
+    if match is None:
+        raise InputError(f"{reason!r} is not one of: {', '.join(listed)}", field="reason")
+    return match
+
+
+# --- the queue ---------------------------------------------------------------------------------
+
+
+def sample_key(seed: int, item_id: int) -> str:
+    """The item's place in the seeded draw of agreed items: smaller keys are drawn first."""
+    return hashlib.sha256(f"{seed}:adjudication-sample:{item_id}".encode()).hexdigest()
+
+
+def sampled_items(agreed: Iterable[int], rate: float, seed: int) -> set[int]:
+    """ceil(rate x agreed) of the agreed items, those with the smallest sample keys."""
+    agreed = list(agreed)
+    wanted = share_of(rate, len(agreed)) if rate > 0 else 0
+    return set(sorted(agreed, key=lambda item_id: sample_key(seed, item_id))[:wanted])
+
+
+def item_agreements(study: Study) -> dict[int, tuple[float | None, int]]:
+    """item id -> (agreement, counted judgments) for every work item with a counted judgment,
+    from the answers' counts per item (one grouped statement); none in a preference study."""
+    if study.kind == Study.Kind.PREFERENCE:
+        return {}
+    column = answer_column(study)
+    counts: dict[int, Counter] = defaultdict(Counter)
+    rows = (
+        counted_judgments(study)
+        .order_by()
+        .values("item_id", column)
+        .annotate(given=Count("id"))
+        .values_list("item_id", column, "given")
+    )
+    for item_id, answer, given in rows.iterator(10_000):
+        counts[item_id][as_key(answer)] += given
+    scale = answer_scale(study)
+    return {item_id: (agreement(answers, scale), sum(answers.values())) for item_id, answers in counts.items()}
+
+
+def _excluded(study: Study) -> list[int]:
+    return sorted(StudyBlock.objects.filter(study=study, exclude_judgments=True).values_list("annotator_id", flat=True))
+
+
+def _newest_judgment() -> int:
+    return Judgment.objects.aggregate(newest=Max("id"))["newest"] or 0
+
+
+def queue_holds(queue: AdjudicationQueue | None, study: Study) -> bool:
+    """Whether the stored queue still orders what the study's counted judgments say now. A
+    judgment newer than the build elsewhere only moves the mark forward."""
+    if queue is None or queue.stale:
+        return False
+    if (queue.sample_rate, queue.seed) != (study.adjudication_sample_rate, study.seed):
+        return False
+    if queue.excluded != _excluded(study):
+        return False
+    newest = _newest_judgment()
+    if newest <= queue.last_judgment:
+        return True
+    if Judgment.objects.filter(pk__gt=queue.last_judgment, item__study=study).exists():
+        return False
+    AdjudicationQueue.objects.filter(pk=queue.pk, last_judgment=queue.last_judgment).update(last_judgment=newest)
+    queue.last_judgment = newest
+    return True
+
+
+def current_queue(study: Study) -> AdjudicationQueue:
+    """The study's queue, rebuilt first when it no longer holds."""
+    queue = AdjudicationQueue.objects.filter(study=study).first()
+    if queue_holds(queue, study):
+        return queue
+    return build_queue(study)
+
+
+def build_queue(study: Study) -> AdjudicationQueue:
+    """Order the study's queue afresh (see the module docstring) and store it."""
+    with transaction.atomic():
+        queue, _ = AdjudicationQueue.objects.get_or_create(study=study)
+        lock_rows(AdjudicationQueue.objects.filter(pk=queue.pk))
+        newest = _newest_judgment()  # read first: a judgment after it is seen as new next time
+        scores = item_agreements(study)
+        reworked = set(Rework.objects.filter(item__study=study).values_list("item_id", flat=True))
+        judged = {item_id: value for item_id, value in scores.items() if value[1] >= 2}
+        agreed = [item_id for item_id, (score, _) in judged.items() if score == 1 and item_id not in reworked]
+        sampled = sampled_items(agreed, study.adjudication_sample_rate, study.seed)
+        chosen = {
+            item_id: value
+            for item_id, value in judged.items()
+            if value[0] < 1 or item_id in sampled or item_id in reworked
+        }
+        # Every work item's position, rather than an IN list of tens of thousands (too long for SQLite).
+        positions = dict(Item.objects.filter(study=study, role=Item.Role.WORK).values_list("pk", "position"))
+        order = sorted(chosen, key=lambda item_id: (chosen[item_id][0], positions[item_id]))
+        AdjudicationQueueEntry.objects.filter(study=study).delete()
+        AdjudicationQueueEntry.objects.bulk_create(
+            [
+                AdjudicationQueueEntry(
+                    study=study,
+                    item_id=item_id,
+                    rank=rank,
+                    agreement=chosen[item_id][0],
+                    judgments=chosen[item_id][1],
+                    sampled=item_id in sampled,
+                    reworked=item_id in reworked,
+                )
+                for rank, item_id in enumerate(order)
+            ],
+            batch_size=5000,
+        )
+        queue.last_judgment, queue.excluded, queue.stale = newest, _excluded(study), False
+        queue.sample_rate, queue.seed = study.adjudication_sample_rate, study.seed
+        queue.disputed = sum(value[0] < 1 for value in chosen.values())
+        queue.sampled = len(sampled)
+        queue.save()
+    return queue
+
+
+def set_sample_rate(study: Study, rate: float) -> AdjudicationQueue:
+    """Change the share of agreed items the queue samples, and rebuild it."""
+    if not 0 <= rate <= 1:
+        raise InputError(f"must be between 0 and 1, got {rate}", field="sample_rate")
+    Study.objects.filter(pk=study.pk).update(adjudication_sample_rate=rate)
+    study.adjudication_sample_rate = rate
+    return build_queue(study)
+
+
+def queue_entries(study: Study):
+    """The queue's entries in order, each with its item, query and decision at hand."""
+    return (
+        AdjudicationQueueEntry.objects.filter(study=study)
+        .select_related("item__query", "item__adjudication__choice", "item__adjudication__decided_by")
+        .order_by("rank")
+    )
+
+
+def queue_counts(study: Study, queue: AdjudicationQueue) -> dict:
+    entries = AdjudicationQueueEntry.objects.filter(study=study)
+    total = entries.count()
+    decided = entries.filter(item__adjudication__isnull=False).count()
+    return {
+        "entries": total,
+        "decided": decided,
+        "undecided": total - decided,
+        "disputed": queue.disputed,
+        "sampled": queue.sampled,
+        "sample_rate": queue.sample_rate,
+        "seed": queue.seed,
+        "built_at": queue.built_at.isoformat(),
+    }
+
+
+def next_undecided(study: Study, after: Item | None = None) -> int | None:
+    """The first undecided item of the queue after `after` (from the top when it is not in the
+    queue), wrapping round to the top; None when every entry is decided."""
+    current_queue(study)
+    undecided = AdjudicationQueueEntry.objects.filter(study=study, item__adjudication__isnull=True).order_by("rank")
+    if after is not None:
+        rank = AdjudicationQueueEntry.objects.filter(item=after).values_list("rank", flat=True).first()
+        if rank is not None:
+            following = undecided.filter(rank__gt=rank).values_list("item_id", flat=True).first()
+            if following is not None:
+                return following
+        undecided = undecided.exclude(item=after)
+    return undecided.values_list("item_id", flat=True).first()
+
+
+@dataclass(frozen=True)
+class QueuePlace:
+    """Where an item stands in the queue: its 1-based place (None: not in the queue), how many
+    entries there are, and its neighbours' item ids."""
+
+    number: int | None
+    entries: int
+    previous: int | None
+    next: int | None
+
+
+def queue_place(study: Study, item: Item, agreement_now: float | None) -> QueuePlace:
+    """The item's place, correcting its entry when its agreement changed since the build."""
+    entries = AdjudicationQueueEntry.objects.filter(study=study)
+    entry = entries.filter(item=item).first()
+    total = entries.count()
+    if entry is None:
+        return QueuePlace(None, total, None, None)
+    if agreement_now is not None and agreement_now != entry.agreement:
+        entries.filter(pk=entry.pk).update(agreement=agreement_now)
+    before = entries.filter(rank__lt=entry.rank).order_by("-rank").values_list("item_id", flat=True).first()
+    after = entries.filter(rank__gt=entry.rank).order_by("rank").values_list("item_id", flat=True).first()
+    return QueuePlace(entries.filter(rank__lt=entry.rank).count() + 1, total, before, after)
+
+
+# --- decisions and rework ----------------------------------------------------------------------
+
+
+def work_item(study: Study, item_id: int) -> Item:
+    """The study's work item `item_id`; gold and qualification items and preference studies'
+    items are not adjudicated, and the workspace does not tell them apart from missing ones."""
+    item = Item.objects.select_related("study", "query").filter(study=study, pk=item_id, role=Item.Role.WORK).first()
+    if item is None or study.kind == Study.Kind.PREFERENCE:
+        raise Item.DoesNotExist(f"no work item {item_id} in study {study.pk}")
+    return item
+
+
+def counted_agreement(item: Item) -> tuple[float | None, list]:
+    """The item's agreement now and its counted answers' keys (none in a preference study)."""
+    if item.study.kind == Study.Kind.PREFERENCE:
+        return None, []
+    column = answer_column(item.study)
+    answers = [
+        as_key(value)
+        for value in counted_judgments(item.study).filter(item=item).order_by().values_list(column, flat=True)
+    ]
+    return agreement(Counter(answers), answer_scale(item.study)), answers
+
+
+def decide(item: Item, *, by, reason: str | None = None, note: str = "", **answer) -> Adjudication:
+    """The adjudicator's decision for a work item: the answer (as `quality.adjudicate` takes
+    it), a reason from the study's list (required where the counted judgments disagree), an
+    optional note. Deciding again replaces it."""
+    study = item.study
+    with transaction.atomic():
+        lock_rows(Item.objects.filter(pk=item.pk))
+        score, _ = counted_agreement(item)
+        reason = require_reason(study, reason, required=score is not None and score < 1)
+        return adjudicate(item, by=by, reason=reason, note=note, **answer)
+
+
+def send_back(item: Item, *, by, reason: str, note: str = "") -> Rework:
+    """Send a work item back for a fresh round (see the module docstring). Refused (field
+    `item`) when it has no judgment left to send back, and in a preference study (field `study`),
+    whose answers are never voided for disagreeing."""
+    study = item.study
+    if study.kind == Study.Kind.PREFERENCE:
+        raise InputError(f"study {study.pk} is a preference study: items are not sent back", field="study")
+    reason = require_reason(study, reason, required=True)
+    note = (note or "").strip()
+    with transaction.atomic():
+        lock_rows(Item.objects.filter(pk=item.pk))
+        queue = AdjudicationQueue.objects.filter(study=study).first()
+        held = queue_holds(queue, study)
+        judgments = list(Judgment.objects.filter(item=item, voided=False).order_by("pk"))
+        if not judgments:
+            raise InputError(f"item {item.pk} has no judgment to send back", field="item")
+        adjudication = Adjudication.objects.filter(item=item).select_related("choice", "decided_by").first()
+        void_reason = f"{SENT_BACK_PREFIX}: {reason}" + (f" ({note})" if note else "")
+        for judgment in judgments:
+            void_judgment(judgment, by=by, reason=void_reason)
+        rework = Rework.objects.create(
+            item=item,
+            reason=reason,
+            note=note,
+            judgments=[judgment.pk for judgment in judgments],
+            withdrawn_decision=adjudication_payload(adjudication),
+            sent_by=by,
+        )
+        if adjudication is not None:
+            adjudication.delete()
+        AdjudicationQueueEntry.objects.filter(item=item).delete()
+        if held:  # the voids marked it stale; what they changed is applied right here
+            AdjudicationQueue.objects.filter(pk=queue.pk).update(stale=False)
+    return rework
+
+
+def rework_payload(rework: Rework) -> dict:
+    return {
+        "reason": rework.reason,
+        "note": rework.note,
+        "judgments": rework.judgments,
+        "withdrawn_decision": rework.withdrawn_decision,
+        "sent_by": rework.sent_by.get_username() if rework.sent_by else None,
+        "sent_at": rework.sent_at.isoformat(),
+    }
