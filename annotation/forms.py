@@ -345,7 +345,7 @@ class LabelSchemaForm(StudyBasicsForm):
         try:
             return load_json(text)
         except InputError as error:
-            raise forms.ValidationError(str(error)) from None
+            raise forms.ValidationError(error.for_people()) from None
 
     SCHEMA_FIELDS = ("scale", "question", "spans", "spans_required", "rubric", "rationale", "multi_select")
 

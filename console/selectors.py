@@ -20,6 +20,7 @@ from annotation.ui_selectors import staff_study_items
 from evaluation.leaderboard_exports import best_means, ranked_run_ids, run_letters, significance_marks
 from retrieval.metrics import METRICS, RECALL_CUTOFFS, run_coverage, run_metrics
 from retrieval.models import Run, RunQuery
+from retrieval.wording import counted
 
 QUERIES_PER_PAGE = 100
 ITEMS_PER_PAGE = 50
@@ -200,12 +201,33 @@ def agreement_rows(report: dict) -> dict:
 # --- studies -------------------------------------------------------------------------------------
 
 
+HYGIENE_WORDS = (
+    ("overlaps_gold", "near-copy of the gold", "near-copies of the gold"),
+    ("duplicates_negative", "near-copy of another negative", "near-copies of other negatives"),
+    ("repeats_context", "repeat of the shown context", "repeats of the shown context"),
+    ("other_relevant", "other relevant passage", "other relevant passages"),
+)
+
+
+def candidate_hygiene_words(tally: dict | None) -> str | None:
+    """The creation's candidate_hygiene tally as a sentence ("2 negatives replaced in 1 item: 1
+    near-copy of the gold, ..."); None for a study created before the tally was kept."""
+    if tally is None:
+        return None
+    replaced, items = tally["negatives_replaced"], tally["items_affected"]
+    if not replaced:
+        return "no negative needed replacing"
+    reasons = [f"{tally[key]} {one if tally[key] == 1 else many}" for key, one, many in HYGIENE_WORDS if tally.get(key)]
+    replaced_where = f"{counted(replaced, 'negative')} replaced in {counted(items, 'item')}"
+    return f"{replaced_where} by the next of the run: {', '.join(reasons)}"
+
+
 def study_facts(study: Study) -> dict:
     """What a label study asks (question, scale with its names, spans, rationale) and where its
     items came from (source runs, depth, pools); a preference study's schema, design and, when
-    adaptive, each query's progress; empty for a proxy study."""
+    adaptive, each query's progress; for a proxy study, the negatives its creation replaced."""
     if study.kind == Study.Kind.PROXY:
-        return {}
+        return {"hygiene": candidate_hygiene_words(study.parameters.get("candidate_hygiene"))}
     schema = study_schema(study)
     pooled = Pool.objects.filter(study=study).values_list("runs", flat=True).first()  # runs added later too
     run_ids = pooled if pooled is not None else study.parameters.get("runs") or []

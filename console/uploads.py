@@ -149,6 +149,15 @@ register(
 )
 
 
+def option_kind_classes() -> dict[str, str]:
+    """option -> the CSS classes naming the kinds that take it ("for-book for-beir"): the upload
+    form shows an option only while one of its kinds is chosen, by CSS alone (no script)."""
+    return {
+        option: " ".join(f"for-{kind.name}" for kind in UPLOAD_KINDS.values() if option in kind.options)
+        for option in OPTION_LABELS
+    }
+
+
 def _suffix_ok(kind: UploadKind, filename: str) -> bool:
     return filename.lower().endswith(kind.suffixes)
 
@@ -244,6 +253,11 @@ def run_upload(job_id: int) -> dict:
         except InputError as error:
             error.file = _as_uploaded(error.file, folder, label)
             raise
+        # A collection made from the upload names the upload, not the server folder it was kept in
+        # (which is removed below, and which pages must not show).
+        Collection.objects.filter(name=summary.get("collection"), source__startswith=str(folder)).update(
+            source=f"upload {label}"
+        )
         return {"upload": kind.name, "file": label, **summary}
 
     try:

@@ -76,6 +76,31 @@ def model_rows(report: dict) -> list[dict]:
     return rows
 
 
+def chance_line(report: dict) -> str | None:
+    """The report's word on chance: every model indistinguishable from a guesser (the study cannot
+    rank them), or which ones are; None before any model answered (or in a report computed
+    before the test was added)."""
+    chance = report.get("chance")
+    if not chance or chance["all_indistinguishable"] is None:
+        return None
+    level = f"{100 * chance['level']:.0f}%"
+    guess = f"{format_value(chance['chance_accuracy'])} (1 in {chance['options']})"
+    if chance["all_indistinguishable"]:
+        return (
+            f"Every model on this study is indistinguishable from chance: the exact {level} binomial interval of each "
+            f"one's accuracy holds the guessing rate {guess}. More items, or fewer near-duplicate candidates, are "
+            "needed before these models can be told apart."
+        )
+    at_chance = [
+        f"{key} ({format_value(entry['accuracy'])}, {format_interval(entry['interval'])})"
+        for key, entry in chance["models"].items()
+        if entry["indistinguishable"]
+    ]
+    if not at_chance:
+        return f"No model is at the guessing rate {guess}: each exact {level} binomial interval excludes it."
+    return f"At the guessing rate {guess} (its exact {level} binomial interval holds it): {', '.join(at_chance)}."
+
+
 def _position(value: int) -> str:
     """Display positions count from 1 for people; the JSON keeps the stored 0-based ones."""
     return f"option {value + 1}"
@@ -202,7 +227,7 @@ def proxy_report_as_text(report: dict) -> str:
     """A proxy study's report as plain-text tables."""
     level = f"{100 * report['confidence']['level']:.0f}% CI"
     sections = [
-        summary_line(report) + "\n" + method_line(report),
+        "\n".join(filter(None, [summary_line(report), method_line(report), chance_line(report)])),
         _text_table(
             "Agreement and human accuracy",
             agreement_rows(report),

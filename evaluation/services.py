@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from annotation.models import Study
 from evaluation import agreement
+from evaluation.chance import chance_section
 from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import proxy_judges
 from evaluation.label_aggregation import label_sources_section
@@ -200,6 +201,7 @@ def _model_section(
         "accuracy": agreement.finite_or_none(agreement.share(correct)),
         "confidence_interval": _interval(agreement.bootstrap_share_interval(correct)),
         "covered_items": len(covered),
+        "correct_items": int(correct.sum()),
         "coverage": agreement.finite_or_none(len(covered) / len(items)) if items else None,
         **candidate_coverage(run, study, items),
         "mcnemar": {
@@ -272,6 +274,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         for row in non_gold_rows
     ]
     human = _agreement_section(votes)
+    judges = proxy_judges(study, items, votes.item_ids, votes.counts, votes.majority_correct)
     return {
         "study": {
             "id": study.pk,
@@ -309,7 +312,8 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "random_baseline": _random_section(study, len(complete)),
         "label_sources": label_sources_section(study),
         "position_effect": proxy_position_effect(study, shown_answers(study)),
-        "judges": proxy_judges(study, items, votes.item_ids, votes.counts, votes.majority_correct),
+        "judges": judges,
+        "chance": chance_section(models, judges, study.candidates_per_item),
         "error_analysis": {
             "unanimous_non_gold": unanimous_non_gold,
             "humans_agree_model_fails": model_failures,

@@ -40,7 +40,7 @@ class StudyReportPage(View):
         try:
             report, job = study_report_or_job(study, resolve_model_runs(study, selected), request.user)
         except InputError as exc:
-            report, job, context["error"], status = None, None, str(exc), 400
+            report, job, context["error"], status = None, None, exc.for_people(), 400
         except BrokerUnavailable:
             # A large study's report is computed by a worker, and the task queue does not answer.
             report, job, context["error"], status = None, None, QUEUE_DOWN, 503
@@ -73,7 +73,7 @@ class AgreementWatchForm(View):
         try:
             alerts.set_watch(study, **fields)
         except InputError as exc:
-            messages.error(request, f"Not saved: {exc}")
+            messages.error(request, f"Not saved. {exc.for_people()}")
         return redirect(f"{target}#agreement-watch")
 
 
@@ -126,7 +126,8 @@ class PreferenceScoresPage(View):
                     **options,
                 )
         except InputError as exc:
-            return render(request, "evaluation/preference_scores.html", {**context, "error": str(exc)}, status=400)
+            context["error"] = exc.for_people()
+            return render(request, "evaluation/preference_scores.html", context, status=400)
         context.update(
             report=report,
             query_tables=preference_formatting.query_tables(report),
@@ -146,7 +147,7 @@ def preference_run(request, study_id):
         options = preference_access.options_from(request.POST)
         run = preference_access.human_run(study, request.POST.get("name", "").strip() or None, **options)
     except InputError as exc:
-        messages.error(request, f"No run stored: {exc}.")
+        messages.error(request, f"No run stored. {exc.for_people()}")
         return redirect("evaluation:preference-scores", study_id=study.pk)
     messages.success(request, f"The human ranking is run {run.pk}, “{run.name}”.")
     return redirect("run_page", run_id=run.pk)
@@ -159,6 +160,7 @@ def proxy_context(report: dict) -> dict:
         "agreement_rows": formatting.agreement_rows(report),
         "annotator_rows": formatting.annotator_rows(report),
         "model_rows": formatting.model_rows(report),
+        "chance": formatting.chance_line(report),
         "unanimous_non_gold": formatting.error_rows(report["error_analysis"]["unanimous_non_gold"], "chosen"),
         "model_failures": {
             run_id: formatting.error_rows(entries, "model_answer")
@@ -208,7 +210,7 @@ class RunComparisonPage(View):
         try:
             comparison = compare_runs([part for part in runs_text.split(",") if part.strip()], metrics_text)
         except InputError as exc:
-            return render(request, "evaluation/run_comparison.html", {**context, "error": str(exc)}, status=400)
+            return render(request, "evaluation/run_comparison.html", {**context, "error": exc.for_people()}, status=400)
         metric = request.GET.get("metric") if request.GET.get("metric") in comparison["metrics"] else None
         metric = metric or comparison["metrics"][0]
         names = {run_id: block["name"] for run_id, block in comparison["runs"].items()}

@@ -89,7 +89,7 @@ def crowd_entry(request, slug: str):
         participant = admit(entry, address=get_client_ip_address(request) or "")
     except InputError as error:
         return render(
-            request, "integrations/crowd_refused.html", {"study": link.study, "reason": str(error)}, status=400
+            request, "integrations/crowd_refused.html", {"study": link.study, "reason": error.for_people()}, status=400
         )
     except CrowdRefusal as refusal:
         return _crowd_refused(request, link, refusal)
@@ -154,7 +154,7 @@ def _apply(request, form, study_id: int, anchor: str, action) -> HttpResponse:
         try:
             messages.success(request, action(form.cleaned_data))
         except InputError as error:
-            messages.error(request, str(error))
+            messages.error(request, error.for_people())
     return _back(study_id, anchor)
 
 

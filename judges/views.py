@@ -182,7 +182,7 @@ def study_judge(request, study_id: int):
     except ValueError:
         messages.error(request, "Samples must be a whole number.")
     except InputError as exc:
-        messages.error(request, str(exc))
+        messages.error(request, exc.for_people())
     else:
         messages.success(
             request,

@@ -226,8 +226,9 @@ def make_annotator(username: str | None = None, *, blocked: bool = False, passwo
 
 def book_sentence(index: int) -> str:
     """The text of sentence `index` of make_relic_collection's book: distinct and long enough to
-    count as a sentence of its own."""
-    return f"Sentence number {index} of the novel says something of its own."
+    count as a sentence of its own, with the index twice so that no run of ten words recurs
+    between sentences (windows of them would otherwise be near-duplicates: candidate_hygiene)."""
+    return f"Sentence number {index} of the novel says what sentence {index} says."
 
 
 def make_relic_collection(

@@ -5,11 +5,15 @@ relevant, then the first imported) beside the k - 1 best-ranked usable negatives
 A negative is unusable when it would make the task ambiguous or trivially easy:
 - it overlaps the gold: same document and overlapping sentence ranges [start, start + length);
   for passages without sentence positions (BEIR), one of the gold's sentences appears in it or
-  it appears in the gold;
+  it appears in the gold; or it is a near-copy of the gold (candidate_hygiene: most of the
+  shorter text's five-word shingles are in the other, or both hold the same ten-word run);
 - it repeats the shown context: its text appears in the context the annotator reads (the last L
   left and first R right sentences; for a query without context, the query text itself), or one
   of those context sentences (the whole query text) appears in it;
-- it is another relevant passage of the query, or duplicates an earlier candidate's text.
+- it is another relevant passage of the query, or duplicates (or nearly copies) an earlier
+  negative's text.
+Each negative passed over is replaced by the next usable one of the run and counted, by reason,
+in the study's `candidate_hygiene` parameter.
 Texts are compared ignoring case and runs of whitespace; fragments under MIN_SHARED_CHARS are
 ignored. Everything random (which queries, their order, each item's candidate order) comes from
 the study's seed, so the same request on the same data builds the same study. Gold positions are
@@ -25,6 +29,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
 
@@ -39,6 +44,16 @@ from retrieval.selectors import require_done
 
 from ..models import Item, ItemCandidate, Study
 from ..selectors import shown_context
+from .candidate_hygiene import (
+    DUPLICATES_NEGATIVE,
+    OTHER_RELEVANT,
+    OVERLAPS_GOLD,
+    REPEATS_CONTEXT,
+    HygieneTally,
+    TextPrint,
+    near_duplicates,
+    text_print,
+)
 
 MIN_CANDIDATES, MAX_CANDIDATES = 2, 20
 MAX_JUDGMENTS_PER_ITEM = 50
@@ -70,6 +85,8 @@ class StudyCreation:
             "skipped": len(self.skipped),
             "skipped_queries": [asdict(skip) for skip in self.skipped],
         }
+        if "candidate_hygiene" in self.study.parameters:
+            summary["candidate_hygiene"] = self.study.parameters["candidate_hygiene"]
         return summary if self.pool is None else {**summary, "pool": self.pool}
 
 
@@ -139,14 +156,16 @@ def create_proxy_study(
 
     planned: list[PlannedItem] = []
     skipped: list[SkippedQuery] = []
+    hygiene = HygieneTally()
     for query in queries:
         if len(planned) == items:
             break
-        chosen, reason = _plan_candidates(query, negatives_run, candidates, context_left, context_right)
+        chosen, reason, drops = _plan_candidates(query, negatives_run, candidates, context_left, context_right)
         if chosen is None:
             skipped.append(SkippedQuery(query.external_id, reason))
         else:
             planned.append(PlannedItem(query, chosen))
+            hygiene.add(drops)
         progress(len(planned) / items, f"{len(planned)} of {items} items planned")
     if not planned:
         raise no_item_error(f"no query of collection '{collection.name}'", skipped, field="items")
@@ -156,6 +175,7 @@ def create_proxy_study(
         "requested_items": items,
         "single_sentence": single_sentence,
         "book": book.external_id if book else None,
+        "candidate_hygiene": hygiene.as_parameters(),
     }
     return store_study(
         planned,
@@ -318,37 +338,44 @@ def _eligible_queries(collection: Collection, *, single_sentence: bool, book: Do
 
 
 def _plan_candidates(query: Query, run: Run, k: int, context_left: int, context_right: int):
-    """The gold and the first k - 1 usable negatives of the run, or (None, why not)."""
+    """The gold and the first k - 1 usable negatives of the run, or (None, why not); and how many
+    negatives were passed over before them, by reason (candidate_hygiene)."""
     relevant = list(
         Qrel.objects.filter(query=query, relevance__gt=0)
         .select_related("passage")
         .order_by("-relevance", "passage__ordinal")
     )
     if not relevant:
-        return None, "no relevant passage (gold) in the qrels"
+        return None, "no relevant passage (gold) in the qrels", Counter()
     gold = relevant[0].passage
     relevant_ids = {qrel.passage_id for qrel in relevant}
     # The context as shown, sentence by sentence (RELiC) or the query text as one unit (BEIR).
     context = _TextUnits(shown_context(query, context_left, context_right))
     gold_sentences = _TextUnits(_sentences(gold.text))
+    gold_print = text_print(gold.text)
     chosen = [ItemCandidate(passage=gold, is_gold=True)]
     chosen_texts = {_normalise(gold.text)}
+    chosen_prints: list[TextPrint] = []
+    drops: Counter = Counter()
     hits = Hit.objects.filter(run=run, query=query).select_related("passage").order_by("rank")
     for hit in hits.iterator(chunk_size=200):
         passage = hit.passage
-        text = _normalise(passage.text)
-        if (
-            passage.pk in relevant_ids
-            or text in chosen_texts
-            or _overlaps(passage, gold, gold_sentences)
-            or context.repeated_in(passage.text)
-        ):
-            continue
-        chosen.append(ItemCandidate(passage=passage, source_run=run, source_rank=hit.rank))
-        chosen_texts.add(text)
-        if len(chosen) == k:
-            return chosen, ""
-    return None, f"run {run.pk} has only {len(chosen) - 1} usable negatives, {k - 1} needed"
+        text, printed = _normalise(passage.text), text_print(passage.text)
+        if passage.pk in relevant_ids:
+            drops[OTHER_RELEVANT] += 1
+        elif _overlaps(passage, gold, gold_sentences) or near_duplicates(printed, gold_print):
+            drops[OVERLAPS_GOLD] += 1
+        elif text in chosen_texts or any(near_duplicates(printed, other) for other in chosen_prints):
+            drops[DUPLICATES_NEGATIVE] += 1
+        elif context.repeated_in(passage.text):
+            drops[REPEATS_CONTEXT] += 1
+        else:
+            chosen.append(ItemCandidate(passage=passage, source_run=run, source_rank=hit.rank))
+            chosen_texts.add(text)
+            chosen_prints.append(printed)
+            if len(chosen) == k:
+                return chosen, "", drops
+    return None, f"run {run.pk} has only {len(chosen) - 1} usable negatives, {k - 1} needed", drops
 
 
 def _gold_positions(n_items: int, k: int, seed: int) -> list[int]:

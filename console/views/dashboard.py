@@ -13,7 +13,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 
 from annotation.models import Study
 from console.job_pages import queued_message
-from console.uploads import OPTION_LABELS, UPLOAD_KINDS
+from console.uploads import OPTION_LABELS, UPLOAD_KINDS, option_kind_classes
 from jobs.selectors import top_level_jobs
 from retrieval import selectors
 from retrieval.access import staff_required
@@ -52,6 +52,7 @@ def render_dashboard(
     training_errors: dict | None = None,
     upload_request: dict | None = None,
     upload_error: str = "",
+    upload_file_name: str = "",
     status: int = 200,
 ):
     """The dashboard, with each form showing what was sent and its errors, else its defaults."""
@@ -74,6 +75,8 @@ def render_dashboard(
             "training_errors": training_errors or {},
             "upload_kinds": UPLOAD_KINDS.values(),
             "upload_option_labels": OPTION_LABELS,
+            "upload_option_kinds": option_kind_classes(),
+            "upload_file_name": upload_file_name,
             "upload_request": upload_request or {},
             "upload_error": upload_error,
             "upload_limit": settings.MARGINALIA_UPLOAD_MAX_BYTES,

@@ -38,7 +38,7 @@ def collection_leaderboard(request, collection_id: int):
     try:
         board = leaderboard(collection, **options)
     except InputError as error:
-        return render(request, "console/leaderboard.html", {**context, "error": str(error)}, status=400)
+        return render(request, "console/leaderboard.html", {**context, "error": error.for_people()}, status=400)
     export = request.GET.get("export")
     if export in ("csv", "latex"):
         return leaderboard_download(collection, board, export)

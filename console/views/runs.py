@@ -36,7 +36,7 @@ def run_detail(request, run_id: int):
     try:
         page = run_page(run, request.GET.get("page", 1), qrels, threshold)
     except InputError as error:
-        page, context["coverage_error"] = run_page(run, request.GET.get("page", 1)), str(error)
+        page, context["coverage_error"] = run_page(run, request.GET.get("page", 1)), error.for_people()
     context.update(page, chart=recall_curve_svg(page["recall"], f"Recall@k of run {run.pk} (± 1 standard error)"))
     return render(request, "console/run_detail.html", context, status=400 if "coverage_error" in context else 200)
 

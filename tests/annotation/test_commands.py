@@ -56,7 +56,13 @@ def test_create_study_prints_the_summary_as_json():
         "2/3",
     )
     study = Study.objects.get(pk=summary["study_id"])
-    assert summary == {"study_id": study.pk, "items": 4, "skipped": 0, "skipped_queries": []}
+    assert {key: summary[key] for key in ("study_id", "items", "skipped", "skipped_queries")} == {
+        "study_id": study.pk,
+        "items": 4,
+        "skipped": 0,
+        "skipped_queries": [],
+    }
+    assert summary["candidate_hygiene"] == study.parameters["candidate_hygiene"]
     assert (study.name, study.context_left, study.context_right, study.seed) == ("cli study", 2, 3, 7)
 
 

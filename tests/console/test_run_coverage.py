@@ -83,6 +83,6 @@ def test_a_run_the_study_did_not_pool_is_warned_under_the_studys_labels(pooled_a
 def test_a_bad_source_or_threshold_is_answered_with_its_reason(pooled_and_unpooled, staff_client):
     pooled, _, _ = pooled_and_unpooled
     bad = staff_client.get(f"/runs/{pooled.pk}/?qrels=study:999999")
-    assert bad.status_code == 400 and "field &#x27;qrels&#x27;: no study with id 999999" in bad.content.decode()
+    assert bad.status_code == 400 and "Qrels: no study with id 999999." in bad.content.decode()
     bad = staff_client.get(f"/runs/{pooled.pk}/?coverage_threshold=2")
     assert bad.status_code == 400 and "must be a share between 0 and 1" in bad.content.decode()

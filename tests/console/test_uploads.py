@@ -8,6 +8,7 @@ import json
 from pathlib import Path
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.files.uploadedfile import SimpleUploadedFile
 from django.urls import reverse
 
@@ -225,8 +226,9 @@ def test_the_dashboard_form_queues_an_upload_and_shows_a_refusal_as_one_line(sta
         reverse("dashboard-upload"), {"kind": "book", "file": upload_file(archive), "title": "x"}
     )
     assert refused.status_code == 400
-    one_line = "field &#x27;file&#x27;: tiny-beir.zip: a Book (.txt) upload ends in .txt"
-    assert f'<p class="error upload-error" role="alert">{one_line}</p>' in refused.content.decode()
+    in_words = "File: tiny-beir.zip: a Book (.txt) upload ends in .txt."
+    assert f'<p class="error upload-error" role="alert">{in_words}</p>' in refused.content.decode()
+    assert "Choose “tiny-beir.zip” again" in refused.content.decode()
 
 
 def test_without_a_task_queue_the_dashboard_upload_says_so_and_keeps_nothing(staff_client, tmp_path, broker_down):
@@ -267,3 +269,13 @@ def test_generated_answers_become_an_answers_collection_with_a_run_per_system(st
         "InputError: broken.jsonl:1: field 'text'"
     )
     assert not Run.objects.filter(name="c").exists() and nothing_left_on_disk()
+
+
+def test_a_collection_from_an_upload_names_the_upload_not_the_servers_folder(staff_api, client, tmp_path):
+    archive = zip_folder(beir_folder(tmp_path), tmp_path / "tiny-beir.zip")
+    run_job(post(staff_api, "beir", upload_file(archive)))
+    collection = Collection.objects.get(name="tiny-beir")
+    assert collection.source == "upload tiny-beir.zip"
+    client.force_login(User.objects.get(username="curator"))
+    page = client.get(reverse("collection_page", args=[collection.pk])).content.decode()
+    assert str(uploads.upload_folder()) not in page and "upload tiny-beir.zip" in page

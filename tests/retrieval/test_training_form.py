@@ -288,13 +288,17 @@ def test_the_api_names_the_bad_field_and_queues_nothing(staff_api, django_captur
     assert (Job.objects.count(), len(sent)) == (0, 0)
 
 
-def test_registered_retrievers_are_listed_on_the_dashboard_and_the_api(staff_client, staff_api):
+def test_registered_retrievers_are_listed_on_the_dashboard_and_the_api(staff_client, staff_api, settings):
     collection = make_code_word_collection("code words")
     bm25 = get_or_create_retriever("bm25")
     default_dense = get_or_create_retriever("dense")
     job = Job.objects.create(kind="train", queue="gpu", status=Job.Status.SUCCEEDED)
     trained = Retriever.objects.create(
-        name="code words v1", kind="dense", model_path="/models/v1/model", trained_on=collection, training_job=job
+        name="code words v1",
+        kind="dense",
+        model_path=f"{settings.MARGINALIA_DATA_DIR}/models/v1/model",
+        trained_on=collection,
+        training_job=job,
     )
 
     page = staff_client.get(DASHBOARD).content.decode()
@@ -306,7 +310,9 @@ def test_registered_retrievers_are_listed_on_the_dashboard_and_the_api(staff_cli
     }
     assert "k1=0.5 b=0.9" in rows[bm25.pk]
     assert "bundled MiniLM" in rows[default_dense.pk]
-    assert "/models/v1/model" in rows[trained.pk] and "code words" in rows[trained.pk]
+    # The page names the model inside the data folder, never the server's folders above it.
+    assert ">models/v1/model<" in rows[trained.pk] and "code words" in rows[trained.pk]
+    assert str(settings.MARGINALIA_DATA_DIR) not in page
     assert f'href="/jobs/{job.pk}/"' in rows[trained.pk]
     assert '<datalist id="dense-retrievers">' in page and '<option value="code words v1">' in page
     assert set(listed) == {bm25.name, default_dense.name, "code words v1"}
@@ -315,7 +321,7 @@ def test_registered_retrievers_are_listed_on_the_dashboard_and_the_api(staff_cli
         for key in ("kind", "model_path", "trained_on", "trained_on_name", "training_job")
     } == {
         "kind": "dense",
-        "model_path": "/models/v1/model",
+        "model_path": trained.model_path,  # the API keeps the full path
         "trained_on": collection.pk,
         "trained_on_name": "code words",
         "training_job": job.pk,
