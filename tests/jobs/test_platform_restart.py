@@ -18,11 +18,10 @@ import redis
 
 from benchmarks.relic_like import write_relic_like
 from tests.conftest import SHARED_DATA, require
-from tests.live_platform import WholePlatform, manage, wait_for_job
+from tests.live_platform import WholePlatform, child_jobs, manage, wait_for_job
 from tests.retrieval.test_sharded_runs import (
     kill_the_process_running,
     run_result,
-    shards,
     wait_for_a_shard_in_the_middle,
 )
 
@@ -72,7 +71,7 @@ def start_async_run(platform, shard_retries: int) -> dict:
 def test_a_run_cut_off_by_a_whole_platform_restart_is_finished_by_the_sweep_exactly(platform, in_one_piece):
     started = start_async_run(platform, shard_retries=2)
     victim = wait_for_a_shard_in_the_middle(platform, started["job_id"])
-    waiting = [part["id"] for part in shards(platform, started["job_id"]) if part["status"] == "pending"]
+    waiting = [part["id"] for part in child_jobs(platform, started["job_id"]) if part["status"] == "pending"]
     assert waiting, "some shards wait in the queue when the platform goes down"
 
     platform.kill()  # the queued messages die with Redis, the running shard with its worker
@@ -81,8 +80,8 @@ def test_a_run_cut_off_by_a_whole_platform_restart_is_finished_by_the_sweep_exac
     assert redis.Redis.from_url(platform.url).llen("cpu") == 0, "Redis came back without the messages"
     job = wait_for_job(platform.database, started["job_id"])
 
-    assert job["status"] == "succeeded", (job["error"], shards(platform, job["id"]), platform.log())
-    parts = {part["id"]: part for part in shards(platform, job["id"])}
+    assert job["status"] == "succeeded", (job["error"], child_jobs(platform, job["id"]), platform.log())
+    parts = {part["id"]: part for part in child_jobs(platform, job["id"])}
     assert {part["status"] for part in parts.values()} == {"succeeded"}
     assert parts[victim["id"]]["attempts"] == 2, "the silent shard was retried"
     assert [parts[part]["attempts"] for part in waiting] == [1] * len(waiting), "the lost ones were sent again"
@@ -102,5 +101,5 @@ def test_a_retry_issued_while_a_failed_run_is_still_stopping_re_runs_it_exactly(
     job = wait_for_job(platform.database, job["id"])
 
     assert (retried["job_id"], retried["shards"]) == (job["id"], SHARDS)
-    assert job["status"] == "succeeded", (job["error"], shards(platform, job["id"]), platform.log())
+    assert job["status"] == "succeeded", (job["error"], child_jobs(platform, job["id"]), platform.log())
     assert run_result(platform, started["run_id"]) == in_one_piece
