@@ -7,9 +7,11 @@ from __future__ import annotations
 import csv
 import io
 import json
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Sequence
 
-from .models import Study
+from django.db.models import QuerySet
+
+from .models import Item, Study
 from .selectors import JSON_JUDGMENT_COLUMNS, JUDGMENT_COLUMNS, judgment_rows
 
 JUDGMENT_FORMATS = ("json", "csv", "jsonl")
@@ -27,15 +29,16 @@ def _batches(rows: Iterable[dict]) -> Iterator[list[dict]]:
         yield batch
 
 
-def csv_chunks(rows: Iterable[dict]) -> Iterator[str]:
+def csv_chunks(
+    rows: Iterable[dict], columns: Sequence[str] = JUDGMENT_COLUMNS, json_columns: Sequence[str] = JSON_JUDGMENT_COLUMNS
+) -> Iterator[str]:
+    """A header of `columns`, then a line per row; the `json_columns` (lists, objects) as JSON."""
     out = io.StringIO()
-    writer = csv.DictWriter(out, fieldnames=JUDGMENT_COLUMNS, lineterminator="\n")
+    writer = csv.DictWriter(out, fieldnames=columns, lineterminator="\n")
     writer.writeheader()
     for batch in _batches(rows):
         for row in batch:
-            writer.writerow(
-                {**row, **{key: "" if row[key] is None else json.dumps(row[key]) for key in JSON_JUDGMENT_COLUMNS}}
-            )
+            writer.writerow({**row, **{key: "" if row[key] is None else json.dumps(row[key]) for key in json_columns}})
         yield out.getvalue()
         out.seek(0)
         out.truncate()
@@ -59,6 +62,17 @@ def json_chunks(rows: Iterable[dict]) -> Iterator[str]:
 CHUNKS = {"json": json_chunks, "csv": csv_chunks, "jsonl": jsonl_chunks}
 
 
-def judgment_export(study: Study, export_format: str) -> Iterator[str]:
-    """The study's judgments (judgment_rows) in `export_format`, as text chunks."""
-    return CHUNKS[export_format](judgment_rows(study))
+def judgment_export(study: Study, export_format: str, items: QuerySet[Item] | None = None) -> Iterator[str]:
+    """The study's judgments (judgment_rows; only `items`' when given) in `export_format`, as
+    text chunks."""
+    return CHUNKS[export_format](judgment_rows(study, items))
+
+
+def rows_export(
+    rows: Iterable[dict], export_format: str, columns: Sequence[str], json_columns: Sequence[str] = ()
+) -> Iterator[str]:
+    """Any table's rows in one of JUDGMENT_FORMATS, written as the judgment exports are (the data
+    manager exports a collection's queries this way)."""
+    if export_format == "csv":
+        return csv_chunks(rows, columns, json_columns)
+    return CHUNKS[export_format](rows)

@@ -18,6 +18,7 @@ import numpy as np
 from django.utils import timezone
 
 from annotation.models import Study
+from annotation.services.revisions import revision_summary
 from evaluation import agreement
 from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import proxy_judges
@@ -220,10 +221,14 @@ def _random_section(study: Study, complete_items: int) -> dict:
 
 
 def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
-    """The report of the study's kind, as a JSON-ready dict."""
-    if study.kind == Study.Kind.PROXY:
-        return proxy_study_report(study, model_runs)
-    return label_study_report(study, model_runs)
+    """The report of the study's kind, as a JSON-ready dict, saying how many of its judgments
+    were revised by their annotators (`revisions`: every figure reads the latest revision)."""
+    report = (
+        proxy_study_report(study, model_runs)
+        if study.kind == Study.Kind.PROXY
+        else label_study_report(study, model_runs)
+    )
+    return {**report, "revisions": revision_summary(study)}
 
 
 def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:

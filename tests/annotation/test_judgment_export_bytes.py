@@ -4,8 +4,9 @@ built a model instance per row (issue 14 made it read rows with values_list). Be
 studies hold every kind of field: a chosen candidate right and wrong, a gold item, labels with
 spans, rubric and a rationale that CSV must quote (comma, quotes, newline, non-ASCII),
 multi-select answers matching their expected positions or not, no known answer (correct is
-null), missing and zero seconds, unsure, an imported and a voided judgment, and no judgments
-at all."""
+null), missing and zero seconds, unsure, an imported, a voided and a revised judgment, and no
+judgments at all. The `revision` and `revised_at` columns came with revisions (issue 21): every
+other byte is what the export wrote before them."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -77,6 +78,7 @@ def fixed_studies() -> list[Study]:
     )
     judgment(9231, graded, ann_b, 4, label=1, rubric={"clarity": 0, "novelty": 1})
     judgment(9232, open_item, zoe, 6, label=0, server_seconds=2.5)
+    Judgment.objects.filter(pk=9232).update(revision=2, revised_at=STARTED + timedelta(minutes=7))
 
     quotability = study(9300, Study.Kind.QUOTABILITY)
     chosen = item(9310, quotability, 0, expected=[0, 2], shown=3)
