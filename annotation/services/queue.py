@@ -439,17 +439,33 @@ def clamp_seconds(seconds) -> float | None:
     return min(MAX_REPORTED_SECONDS, max(0.0, value))
 
 
+MAX_VOID_REASON = 2000
+
+
+def clean_void_reason(reason) -> str:
+    """A void's reason, stripped: required, at most MAX_VOID_REASON characters (the page form's
+    limit) and free of NUL characters (which Postgres refuses to store). Every void path, one
+    judgment or many (rework.py), reads its reason through here."""
+    reason = reason.strip() if isinstance(reason, str) else ""
+    if not reason:
+        raise InputError("a reason is required to void a judgment", field="reason")
+    if len(reason) > MAX_VOID_REASON:
+        raise InputError(f"at most {MAX_VOID_REASON} characters", field="reason")
+    if "\x00" in reason:
+        raise InputError("NUL characters are not allowed", field="reason")
+    return reason
+
+
 def void_judgment(judgment: Judgment, *, by, reason: str) -> Judgment:
     """Exclude a judgment from statistics, keeping it for the record. Its slot is freed, so the
     item goes back to the queue for someone else (never the same annotator: one judgment per
     item and annotator, voided or not). Voiding twice keeps the first reason."""
-    if not reason or not reason.strip():
-        raise InputError("a reason is required to void a judgment", field="reason")
+    reason = clean_void_reason(reason)
     with transaction.atomic():
         judgment = Judgment.objects.select_for_update().get(pk=judgment.pk)
         if judgment.voided:
             return judgment
-        judgment.voided, judgment.void_reason = True, reason.strip()
+        judgment.voided, judgment.void_reason = True, reason
         judgment.voided_by, judgment.voided_at = by, timezone.now()
         judgment.save(update_fields=["voided", "void_reason", "voided_by", "voided_at"])
         if judgment.assignment_id:

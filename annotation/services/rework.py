@@ -27,12 +27,9 @@ from django.db import connection, transaction
 from django.db.models import QuerySet
 from django.utils import timezone
 
-from retrieval.errors import InputError
-
 from ..models import Assignment, Item, Judgment, Rework, Study
-from .queue import lock_rows
+from .queue import clean_void_reason, lock_rows
 
-MAX_REASON = 2000
 REWORK_PREFIX = "sent back for rework: "
 
 
@@ -47,17 +44,6 @@ class BulkResult:
 
     def summary(self) -> dict:
         return {"items": self.items, "voided": self.voided, "rework": self.rework.pk if self.rework else None}
-
-
-def _clean_reason(reason) -> str:
-    reason = (reason or "").strip() if isinstance(reason, str) else ""
-    if not reason:
-        raise InputError("a reason is required", field="reason")
-    if len(reason) > MAX_REASON:
-        raise InputError(f"at most {MAX_REASON} characters", field="reason")
-    if "\x00" in reason:
-        raise InputError("NUL characters are not allowed", field="reason")
-    return reason
 
 
 def _live_judgments(study: Study, items: QuerySet[Item], annotator=None) -> QuerySet[Judgment]:
@@ -81,7 +67,7 @@ def _void(judgments: QuerySet[Judgment], *, by, reason: str, rework: Rework | No
 def void_judgments(study: Study, items: QuerySet[Item], *, by, reason, annotator=None) -> BulkResult:
     """Void the live judgments of `items` (the study's; only `annotator`'s when given) with
     `reason`. Judgments already voided keep their first reason. One transaction."""
-    reason = _clean_reason(reason)
+    reason = clean_void_reason(reason)
     with transaction.atomic():
         lock_rows(Study.objects.filter(pk=study.pk))
         count = items.filter(study=study).count()
@@ -93,7 +79,7 @@ def send_back(study: Study, items: QuerySet[Item], *, by, reason) -> BulkResult:
     """Send `items` back to the queue: every live judgment of theirs is voided under one Rework
     record, so all their slots reopen. Items without live judgments are already in the queue
     and change nothing. One transaction."""
-    reason = _clean_reason(reason)
+    reason = clean_void_reason(reason)
     with transaction.atomic():
         lock_rows(Study.objects.filter(pk=study.pk))
         chosen = items.filter(study=study)
