@@ -37,7 +37,11 @@ class AnswersView(APIView):
 
     permission_classes = [permissions.IsAuthenticated]
 
-    @extend_schema(parameters=[OpenApiParameter("page", int)], responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        operation_id="annotate_answers_list",
+        parameters=[OpenApiParameter("page", int)],
+        responses={200: OpenApiTypes.OBJECT},
+    )
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
         ensure_revisions_open(study, request.user)

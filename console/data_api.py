@@ -108,7 +108,9 @@ class StudyItemsView(StaffView):
     """The study's items, filtered (status, agreement, flagged, annotator, judge, adjudicated,
     role, search), sorted (`sort`) and paged, as the data manager's table shows them."""
 
-    @extend_schema(parameters=TABLE_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        operation_id="studies_data_items_list", parameters=TABLE_PARAMETERS, responses={200: OpenApiTypes.OBJECT}
+    )
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
         return table_response(item_table(study, request.query_params))
@@ -203,7 +205,9 @@ class RunQueriesView(StaffView):
     """The run's queries (relevant, min_rank, max_rank, split, quote_length, judged, search,
     sort), paged."""
 
-    @extend_schema(parameters=TABLE_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        operation_id="runs_data_queries_list", parameters=TABLE_PARAMETERS, responses={200: OpenApiTypes.OBJECT}
+    )
     def get(self, request, run_id):
         return table_response(run_query_table(get_object_or_404(Run, pk=run_id), request.query_params))
 
@@ -252,7 +256,9 @@ class RunQueriesExportView(ExportView):
 class CollectionQueriesView(StaffView):
     """The collection's queries (split, qrels, relevant, studied, pooled, search, sort), paged."""
 
-    @extend_schema(parameters=TABLE_PARAMETERS, responses={200: OpenApiTypes.OBJECT})
+    @extend_schema(
+        operation_id="collections_data_queries_list", parameters=TABLE_PARAMETERS, responses={200: OpenApiTypes.OBJECT}
+    )
     def get(self, request, collection_id):
         collection = get_object_or_404(Collection, pk=collection_id)
         return table_response(collection_query_table(collection, request.query_params))
