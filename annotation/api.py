@@ -20,11 +20,13 @@ from jobs.serializers import JobSerializer
 from retrieval.input_rules import parse_id
 
 from .exports import CHUNKS, JUDGMENT_FORMATS, judgment_export
-from .models import Item, ItemCandidate, Judgment, Study
-from .selectors import answer_fields, item_flags, study_overview
+from .models import Item, Judgment, Study
+from .selectors import item_flags, own_answer_fields, pool_pairs, pool_summary, study_overview
 from .serializers import (
     ItemFlagSerializer,
     ItemReferenceSerializer,
+    PoolExtensionSerializer,
+    PresentationSerializer,
     StudyCreateSerializer,
     StudySerializer,
     StudyTrainingRequestSerializer,
@@ -33,6 +35,7 @@ from .serializers import (
 )
 from .services import (
     SubmissionRejected,
+    create_preference_study,
     create_proxy_study,
     create_quotability_study,
     create_relevance_study,
@@ -49,12 +52,15 @@ from .services.annotator_actions import (
     undo_seconds,
     undoable_submission,
 )
+from .services.pools import extend_pool
+from .services.presentation import apply_presentation, create_with_presentation, presentation_settings
 from .services.qualification import qualification_receipt
 
 STUDY_CREATORS = {
     Study.Kind.PROXY: create_proxy_study,
     Study.Kind.RELEVANCE: create_relevance_study,
     Study.Kind.QUOTABILITY: create_quotability_study,
+    Study.Kind.PREFERENCE: create_preference_study,
 }
 # What an annotator may send as (part of) an answer besides the candidate id.
 ANSWER_KEYS = ("position", "label", "selections", "spans", "rubric", "rationale")
@@ -94,17 +100,12 @@ class SubmitView(APIView):
             raise ValidationError(form.errors)
         data = form.validated_data
         item = _study_item(study_id, data["item"])
-        candidate = None
-        if "candidate" in data:
-            candidate = ItemCandidate.objects.filter(item=item, pk=data["candidate"]).first()
-            if candidate is None:
-                raise ValidationError({"candidate": ["not one of this item's candidates"]})
         answer = {key: data[key] for key in ANSWER_KEYS if key in data}
         try:
             submission = submit_judgment(
                 annotator=request.user,
                 item=item,
-                candidate=candidate,
+                candidate_id=data.get("candidate"),
                 seconds=data.get("seconds"),
                 unsure=data["unsure"],
                 **answer,
@@ -119,7 +120,7 @@ class SubmitView(APIView):
         return Response(
             {
                 "item": item.pk,
-                **answer_fields(judgment),
+                **own_answer_fields(judgment),
                 "unsure": judgment.unsure,
                 "submitted_at": judgment.submitted_at.isoformat(),
                 "created": submission.created,
@@ -253,7 +254,9 @@ class StudyListCreateView(generics.ListCreateAPIView):
         form = StudyCreateSerializer(data=request.data)
         form.is_valid(raise_exception=True)
         kind, options = form.service_arguments()
-        creation = STUDY_CREATORS[kind](**options, created_by=request.user)
+        creation = create_with_presentation(
+            STUDY_CREATORS[kind], presentation=form.presentation(), **options, created_by=request.user
+        )
         body = {**creation.summary(), "study": StudySerializer(creation.study).data}
         return Response(body, status=status.HTTP_201_CREATED)
 
@@ -266,6 +269,65 @@ class StudyDetailView(generics.RetrieveAPIView):
     def retrieve(self, request, *args, **kwargs):
         study = self.get_object()
         return Response({**StudySerializer(study).data, "overview": study_overview(study)})
+
+
+POOL_PAIRS_PER_PAGE = 500
+
+
+class StudyPoolView(APIView):
+    """Staff: how a relevance study's pairs were pooled: the strategy, its settings and budget,
+    each run's contribution, move-to-front's priorities and turn, and every pair, judged or not,
+    with the runs' ranks, fusion score, place in the order and outcome (500 a page, `?page=N`)."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(parameters=[OpenApiParameter("page", int, required=False)], responses={200: OpenApiTypes.OBJECT})
+    def get(self, request, pk):
+        study = get_object_or_404(Study, pk=pk)
+        summary = pool_summary(study)
+        if summary is None:
+            raise NotFound(f"study {study.pk} has no pool")
+        pages = max(1, -(-summary["pairs"] // POOL_PAIRS_PER_PAGE))
+        page = parse_id(request.query_params.get("page", "1"))
+        if page is None or not 1 <= page <= pages:
+            raise ValidationError({"page": [f"must be a page number between 1 and {pages}"]})
+        start = (page - 1) * POOL_PAIRS_PER_PAGE
+        pairs = pool_pairs(study, start, start + POOL_PAIRS_PER_PAGE)
+        return Response({**summary, "page": page, "pages": pages, "pairs_page": pairs})
+
+
+class StudyExtendView(APIView):
+    """Staff: add runs to a relevance study's pool (as `extend_study`): only pairs not yet pooled
+    are new, judgments stay; the strategy then draws what fits the budget."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=PoolExtensionSerializer, responses={200: OpenApiTypes.OBJECT})
+    def post(self, request, pk):
+        study = get_object_or_404(Study.objects.select_related("collection"), pk=pk)
+        form = PoolExtensionSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        extension = extend_pool(study, **form.validated_data)
+        return Response(extension.summary())
+
+
+class StudyPresentationView(APIView):
+    """Staff: how the annotation page presents the study: the candidate order (fixed once the
+    study has judgments), the keys (only what differs from the defaults is stored and shown)
+    and auto-advance. PATCH changes what it names; a clash is a 400 naming `keyboard.<key>`."""
+
+    permission_classes = [permissions.IsAdminUser]
+
+    @extend_schema(request=None, responses={200: PresentationSerializer})
+    def get(self, request, pk):
+        return Response(presentation_settings(get_object_or_404(Study, pk=pk)))
+
+    @extend_schema(request=PresentationSerializer, responses={200: PresentationSerializer})
+    def patch(self, request, pk):
+        study = get_object_or_404(Study, pk=pk)
+        form = PresentationSerializer(data=request.data)
+        form.is_valid(raise_exception=True)
+        return Response(presentation_settings(apply_presentation(study, **form.validated_data)))
 
 
 class StudyTrainView(APIView):

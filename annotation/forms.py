@@ -12,11 +12,17 @@ from retrieval.input_rules import load_json
 from retrieval.models import Collection, Document, Run
 
 from .label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
-from .models import PeerReview
+from .models import PeerReview, Pool, Study
+from .preference_schema import BOTH_BAD, MAX_LIST_SIZE, SHAPES, TIE
+from .presentation import ACTIONS, DEFAULT_KEYS, DEFAULT_OPTION_KEYS
+from .services.preference_designs import DEFAULT_ALPHA
+from .services.preference_studies import DEFAULT_BATCH, RULES
 from .services.studies import MAX_CANDIDATES, MAX_CONTEXT_SENTENCES, MAX_JUDGMENTS_PER_ITEM, MIN_CANDIDATES
 
 # The POST names of rubric radio groups: "rubric-<field name>".
 RUBRIC_PREFIX = "rubric-"
+# The POST names of a list item's rank radio groups: "rank-<display position>".
+RANK_PREFIX = "rank-"
 
 
 class RunChoiceField(forms.ModelChoiceField):
@@ -58,7 +64,76 @@ class ServiceErrorsMixin:
             if key in self.fields:
                 self.add_error(key, f"{detail}: {error.message}" if detail != key else error.message)
                 return
+        if field.startswith("keyboard."):
+            field = KEY_FIELDS.get(field.removeprefix("keyboard."), field)
         self.add_error(field if field in self.fields else None, error.message)
+
+
+# The form field of each key setting (Study.keyboard's names, annotation.presentation).
+KEY_FIELDS = {"options": "option_keys", **{action: f"{action}_key" for action in ACTIONS}}
+
+
+class PresentationSettingsForm(forms.Form):
+    """How the annotation page presents the study (annotation.presentation): the candidate order,
+    the keys and auto-advance, in a section of their own; `presentation_settings()` gives
+    apply_presentation's arguments."""
+
+    candidate_order = forms.ChoiceField(
+        choices=Study.CandidateOrder.choices,
+        initial=Study.CandidateOrder.ITEM,
+        required=False,
+        label="Candidate order",
+        help_text="Shuffled per annotator: each annotator sees an item's candidates in an order of their own "
+        "(seeded by the study seed, recorded with each judgment), so the report can tell position effects "
+        "from content.",
+    )
+    option_keys = forms.CharField(
+        max_length=len(DEFAULT_OPTION_KEYS),
+        initial=DEFAULT_OPTION_KEYS,
+        required=False,
+        label="Option keys",
+        help_text="The keys that pick the 1st, 2nd, ... option shown, in order (e.g. asdfjkl for the home row).",
+    )
+    skip_key = forms.CharField(max_length=1, required=False, initial=DEFAULT_KEYS["skip"], label="Skip key")
+    flag_key = forms.CharField(max_length=1, required=False, initial=DEFAULT_KEYS["flag"], label="Flag key")
+    unsure_key = forms.CharField(max_length=1, required=False, initial=DEFAULT_KEYS["unsure"], label="Unsure key")
+    undo_key = forms.CharField(max_length=1, required=False, initial=DEFAULT_KEYS["undo"], label="Undo key")
+    mark_key = forms.CharField(
+        max_length=1,
+        required=False,
+        initial=DEFAULT_KEYS["mark"],
+        label="Mark-span key",
+        help_text="Empty: no key for that action (its button stays). ? is kept for the list of shortcuts.",
+    )
+    auto_advance = forms.BooleanField(
+        required=False,
+        label="Auto-advance",
+        help_text="Choosing the last answer an item needs submits it and shows the next item (z still undoes it).",
+    )
+
+    PRESENTATION_FIELDS = ("candidate_order", *KEY_FIELDS.values(), "auto_advance")
+
+    def presentation_settings(self) -> dict:
+        """apply_presentation's arguments. A key field left out of the post keeps its default
+        (a client that predates these fields); one posted empty turns that action's key off."""
+        data = self.cleaned_data
+        return {
+            "candidate_order": data["candidate_order"] or Study.CandidateOrder.ITEM,
+            "keyboard": {name: data[field] for name, field in KEY_FIELDS.items() if field in self.data},
+            "auto_advance": data["auto_advance"],
+        }
+
+    def sections(self) -> list[tuple[str, list]]:
+        """The other sections without these fields, then the annotation page's."""
+        sections = [
+            (title, [field for field in fields if field.name not in self.PRESENTATION_FIELDS])
+            for title, fields in super().sections()
+        ]
+        return [*sections, ("Annotation page", [self[name] for name in self.PRESENTATION_FIELDS])]
+
+    def study_settings(self) -> dict:
+        settings = super().study_settings()
+        return {name: value for name, value in settings.items() if name not in self.PRESENTATION_FIELDS}
 
 
 class QualitySettingsForm(forms.Form):
@@ -188,7 +263,7 @@ class StudyBasicsForm(ServiceErrorsMixin, forms.Form):
     )
 
 
-class ProxyStudyForm(StudyBasicsForm, QualitySettingsForm):
+class ProxyStudyForm(StudyBasicsForm, PresentationSettingsForm, QualitySettingsForm):
     """The settings of `create_proxy_study`, under the same names."""
 
     negatives_run = RunChoiceField(
@@ -296,7 +371,7 @@ class LabelSchemaForm(StudyBasicsForm):
         return schema
 
 
-class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
+class RelevanceStudyForm(LabelSchemaForm, PresentationSettingsForm, QualitySettingsForm):
     """The settings of `create_relevance_study`, plus its label schema and quality control."""
 
     runs = RunsChoiceField(
@@ -314,6 +389,35 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
         help_text="Empty: every query with at least one passage.",
     )
     scale = forms.ChoiceField(choices=[(scale, scale) for scale in SCALES], initial="binary")
+    pool = forms.ChoiceField(
+        choices=Pool.Strategy.choices,
+        initial=Pool.Strategy.DEPTH,
+        required=False,
+        label="Pooling strategy",
+        help_text="Which pairs of the runs' top k are judged: all of them (depth), in fusion order until the "
+        "budget (rrf, rbp), or move-to-front: runs whose pairs are judged relevant get more of theirs judged.",
+    )
+    budget = forms.IntegerField(
+        min_value=1, required=False, label="Budget (pairs judged in all)", help_text="Empty: no limit."
+    )
+    budget_per_query = forms.IntegerField(
+        min_value=1, required=False, label="Budget per query", help_text="Empty: no limit."
+    )
+    rrf_k = forms.IntegerField(min_value=0, initial=60, required=False, label="RRF k", help_text="rrf: 1 / (k + rank).")
+    rbp_p = forms.FloatField(
+        min_value=0, max_value=1, initial=0.8, required=False, label="RBP p", help_text="rbp: (1 - p) p^(rank - 1)."
+    )
+    lookahead = forms.IntegerField(
+        min_value=1,
+        initial=1,
+        required=False,
+        label="Look-ahead",
+        help_text="mtf: pairs kept open for annotators before the judgments that choose them are in.",
+    )
+
+    POOL_FIELDS = ("pool", "budget", "budget_per_query", "rrf_k", "rbp_p", "lookahead")
+    # Left empty, these keep the service's default.
+    POOL_DEFAULTED = ("rrf_k", "rbp_p", "lookahead")
 
     field_order = [
         "name",
@@ -321,6 +425,7 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
         "runs",
         "depth",
         "use_pools",
+        *POOL_FIELDS,
         "n_queries",
         "judgments_per_item",
         "seed",
@@ -339,8 +444,20 @@ class RelevanceStudyForm(LabelSchemaForm, QualitySettingsForm):
         "more_context",
     ]
 
+    def sections(self) -> list[tuple[str, list]]:
+        """The study, then how its pairs are pooled, then quality control."""
+        (title, fields), *rest = super().sections()
+        pooled = [field for field in fields if field.name in self.POOL_FIELDS]
+        return [(title, [field for field in fields if field.name not in self.POOL_FIELDS]), ("Pool", pooled), *rest]
 
-class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
+    def study_settings(self) -> dict:
+        """Pool settings left empty keep the service's defaults (no strategy given: depth)."""
+        settings = super().study_settings()
+        settings["pool"] = settings["pool"] or Pool.Strategy.DEPTH
+        return {name: value for name, value in settings.items() if not (name in self.POOL_DEFAULTED and value is None)}
+
+
+class QuotabilityStudyForm(LabelSchemaForm, PresentationSettingsForm, QualitySettingsForm):
     """The settings of `create_quotability_study`, plus its schema and quality control."""
 
     multi_select = forms.BooleanField(
@@ -398,6 +515,129 @@ class QuotabilityStudyForm(LabelSchemaForm, QualitySettingsForm):
         self.fields["judgments_per_item"].initial = 5
         self.fields["context_right"].initial = 0
         self.fields["spans"].choices = [("", "No excerpt span"), ("passage", "Mark the excerpt in the paragraph")]
+
+
+class ExtendPoolForm(ServiceErrorsMixin, forms.Form):
+    """Runs to add to a relevance study's pool (finished runs of its collection not pooled yet)."""
+
+    runs = RunsChoiceField(queryset=Run.objects.none(), widget=forms.CheckboxSelectMultiple, label="Runs to add")
+    budget = forms.IntegerField(
+        min_value=1,
+        required=False,
+        label="More pairs to judge",
+        help_text="Empty: the pool's budget stays (no budget: every new pair of depth pooling).",
+    )
+    budget_per_query = forms.IntegerField(
+        min_value=1, required=False, label="Raise the budget per query by", help_text="Pools with one only."
+    )
+
+    def __init__(self, *args, study, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["runs"].queryset = (
+            finished_runs().filter(collection=study.collection).exclude(pk__in=study.pool.runs).order_by("pk")
+        )
+
+
+class PreferenceStudyForm(StudyBasicsForm, QualitySettingsForm):
+    """The settings of `create_preference_study`: where the pools come from, the design and what
+    an item asks (the preference schema). Quality control offers what a preference study can
+    use: speed flags (gold and qualification items need known answers, which preferences lack).
+    It has no annotation-page section: a preference item keeps its own keys and order."""
+
+    def presentation_settings(self) -> dict:
+        """Nothing to change: apply_presentation keeps a preference study's defaults."""
+        return {}
+
+    runs = RunsChoiceField(
+        queryset=finished_runs(),
+        required=False,
+        widget=forms.CheckboxSelectMultiple,
+        help_text="Their top passages, pooled per query, are the candidates compared.",
+    )
+    depth = forms.IntegerField(min_value=1, initial=10, label="Top k of each run")
+    use_pools = forms.BooleanField(required=False, label="Add each query's own pool")
+    n_queries = forms.IntegerField(
+        min_value=1, required=False, label="Number of queries", help_text="Empty: every query with a pool."
+    )
+    shape = forms.ChoiceField(choices=[(shape, shape) for shape in SHAPES], initial="pairwise", label="Items show")
+    list_size = forms.IntegerField(
+        min_value=3, max_value=MAX_LIST_SIZE, required=False, label="Candidates per list", help_text="Lists only."
+    )
+    ties = forms.BooleanField(required=False, initial=True, label="Allow “tie” answers")
+    bad = forms.BooleanField(required=False, initial=True, label="Allow “both bad” answers")
+    question = forms.CharField(
+        max_length=500, required=False, help_text="Shown to annotators; empty: the default question."
+    )
+    design = forms.ChoiceField(
+        choices=[
+            ("all-pairs", "All pairs of each pool"),
+            ("random", "A random subset (budget per query)"),
+            ("adaptive", "Adaptive: pairs chosen as judgments land"),
+        ],
+        initial="all-pairs",
+    )
+    budget = forms.IntegerField(
+        min_value=1, required=False, help_text="Pairs (or lists) per query: random and adaptive designs."
+    )
+    rule = forms.ChoiceField(
+        choices=[
+            ("top-k", "Top-k preferences (Clarke et al.)"),
+            ("informative", "Least certain pairs (Bradley–Terry)"),
+        ],
+        initial=RULES[0],
+        label="Adaptive rule",
+    )
+    top_k = forms.IntegerField(min_value=1, initial=5, label="Top k to find (top-k rule)")
+    batch = forms.IntegerField(min_value=1, initial=DEFAULT_BATCH, label="Open pairs per query (informative rule)")
+
+    field_order = [
+        "name",
+        "collection",
+        "runs",
+        "depth",
+        "use_pools",
+        "n_queries",
+        "shape",
+        "list_size",
+        "ties",
+        "bad",
+        "question",
+        "design",
+        "budget",
+        "rule",
+        "top_k",
+        "batch",
+        "judgments_per_item",
+        "seed",
+        "context_left",
+        "context_right",
+        "guidelines",
+        "annotators",
+        "claim_minutes",
+        "more_context",
+        *QualitySettingsForm.QUALITY_FIELDS,
+    ]
+    SCHEMA_FIELDS = ("shape", "list_size", "ties", "bad", "question")
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["judgments_per_item"].required = False
+        self.fields["judgments_per_item"].initial = None
+        self.fields["judgments_per_item"].help_text = "Empty: 1 for the adaptive design, 3 for the others."
+
+    def study_settings(self) -> dict:
+        data = self.cleaned_data
+        settings = {name: value for name, value in super().study_settings().items() if name not in self.SCHEMA_FIELDS}
+        schema = {"shape": data["shape"], "ties": data["ties"], "bad": data["bad"]}
+        if data["list_size"] is not None:
+            schema["list_size"] = data["list_size"]
+        if data["question"].strip():
+            schema["question"] = data["question"].strip()
+        if data["design"] != "adaptive":
+            settings.pop("rule")
+            settings.pop("top_k")
+            settings.pop("batch")
+        return {**settings, "label_schema": schema, "alpha": DEFAULT_ALPHA}
 
 
 class PositionsField(forms.Field):
@@ -482,9 +722,13 @@ class JudgmentForm(forms.Form):
     seconds = forms.CharField(required=False)
     unsure = forms.BooleanField(required=False)
 
-    def __init__(self, data, *, proxy: bool):
+    preference = forms.CharField(required=False, max_length=20)
+    both_bad = forms.BooleanField(required=False)
+
+    def __init__(self, data, *, proxy: bool, preference: bool = False):
         super().__init__(data)
         self.proxy = proxy
+        self.preference_study = preference
 
     def clean_choice(self):
         choice = self.cleaned_data["choice"]
@@ -505,6 +749,25 @@ class JudgmentForm(forms.Form):
         except InputError:
             raise forms.ValidationError("The marked spans could not be read; mark them again.") from None
 
+    def preference_answer(self) -> dict:
+        """A pair's radio (a position, "tie" or "both_bad"), or a list's rank radios
+        (`rank-<position>`) and its "none is good" box, as the service's arguments (positions and
+        ranks as posted: the service checks them)."""
+        chosen = self.cleaned_data["preference"]
+        if self.cleaned_data["both_bad"] or chosen == BOTH_BAD:
+            return {"label": BOTH_BAD}
+        if chosen == TIE:
+            return {"label": TIE}
+        if chosen:
+            return {"position": chosen}
+        positions = [key.removeprefix(RANK_PREFIX) for key in self.data if key.startswith(RANK_PREFIX)]
+        if not positions:
+            return {}
+        if not all(position.isdigit() and int(position) < MAX_LIST_SIZE for position in positions):
+            return {"label": {"ranks": []}}
+        size = max(int(position) for position in positions) + 1
+        return {"label": {"ranks": [self.data.get(f"{RANK_PREFIX}{index}") for index in range(size)]}}
+
     def rubric(self) -> dict[str, str]:
         """The rubric radios answered, by field name (values as posted: the service checks them)."""
         return {
@@ -516,6 +779,8 @@ class JudgmentForm(forms.Form):
         data = self.cleaned_data
         if self.proxy:
             return {"position": data["choice"], "unsure": data["unsure"]}
+        if self.preference_study:
+            return {**self.preference_answer(), "unsure": data["unsure"]}
         return {
             "unsure": data["unsure"],
             "label": data["label"],

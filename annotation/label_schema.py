@@ -15,6 +15,7 @@ from __future__ import annotations
 from retrieval.errors import InputError
 
 from .models import Study
+from .preference_schema import validate_preference_schema
 
 SCALES: dict[str, list[int]] = {
     "binary": [0, 1],
@@ -104,9 +105,12 @@ def validate_schema(schema: dict | None, *, kind: str = Study.Kind.RELEVANCE) ->
 
 def study_schema(study: Study) -> dict:
     """The study's schema, normalised (stored schemas are normalised at creation; this also
-    fills in defaults for studies created before a key existed)."""
+    fills in defaults for studies created before a key existed). A preference study's is the
+    preference schema (annotation/preference_schema.py), whose keys differ."""
     if study.kind == Study.Kind.PROXY:
         return {}
+    if study.kind == Study.Kind.PREFERENCE:
+        return validate_preference_schema(study.label_schema or None)
     return validate_schema(study.label_schema or None, kind=study.kind)
 
 

@@ -18,10 +18,15 @@ class Study(models.Model):
         PROXY = "proxy", "Proxy: which candidate fills the masked quotation"
         RELEVANCE = "relevance", "Relevance labels"
         QUOTABILITY = "quotability", "Quotability ratings"
+        PREFERENCE = "preference", "Preferences: which candidate is better"
 
     class Status(models.TextChoices):
         OPEN = "open", "Open for annotation"
         CLOSED = "closed", "Closed"
+
+    class CandidateOrder(models.TextChoices):
+        ITEM = "item", "One order per item"
+        ANNOTATOR = "annotator", "Shuffled per annotator"
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -76,6 +81,23 @@ class Study(models.Model):
         default=dict,
         blank=True,
         help_text="How the items were drawn (filters, requested count, skipped queries), for reproducibility.",
+    )
+    # How the annotation page presents items (annotation/presentation.py).
+    candidate_order = models.CharField(
+        max_length=20,
+        choices=CandidateOrder.choices,
+        default=CandidateOrder.ITEM,
+        help_text="Whether every annotator sees an item's candidates in the item's order, or in an order "
+        "shuffled per annotator (seeded by the study seed, recorded with each judgment).",
+    )
+    keyboard = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The annotation page's shortcut keys that differ from the defaults: options (the keys that "
+        "pick candidates by their place), skip, flag, unsure, undo, mark.",
+    )
+    auto_advance = models.BooleanField(
+        default=False, help_text="Choosing the last answer an item needs submits it and shows the next item."
     )
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
@@ -133,6 +155,79 @@ class ItemCandidate(models.Model):
             models.UniqueConstraint(fields=["item", "position"], name="candidate_unique_position"),
             models.UniqueConstraint(fields=["item", "passage"], name="candidate_unique_passage"),
         ]
+
+
+class Pool(models.Model):
+    """How a relevance study's (query, passage) pairs are chosen from several runs: the strategy
+    (annotation/pooling.py), its settings, the runs pooled in the order that breaks ties, the
+    queries in the study's seeded order, and the state of the adaptive strategy. Staff-only, like
+    ItemCandidate's source run and rank: no annotator-facing selector reads it."""
+
+    class Strategy(models.TextChoices):
+        DEPTH = "depth", "Depth: every run's top k"
+        RRF = "rrf", "Reciprocal-rank fusion"
+        RBP = "rbp", "Rank-biased precision"
+        MTF = "mtf", "Move-to-front (adaptive)"
+
+    study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="pool")
+    strategy = models.CharField(max_length=10, choices=Strategy.choices)
+    depth = models.PositiveIntegerField(help_text="How far down each run is read.")
+    budget = models.PositiveIntegerField(null=True, blank=True, help_text="Most pairs judged in all; empty: no limit.")
+    budget_per_query = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Most pairs judged per query; empty: no limit."
+    )
+    rrf_k = models.PositiveIntegerField(default=60)
+    rbp_p = models.FloatField(default=0.8)
+    lookahead = models.PositiveSmallIntegerField(
+        default=1, help_text="Move-to-front: undecided pairs kept open for annotators ahead of the judgments."
+    )
+    runs = models.JSONField(default=list, help_text="Run ids in pooled order: creation's, then each extension's.")
+    queries = models.JSONField(default=list, help_text="Query ids in the study's seeded order.")
+    state = models.JSONField(default=dict, blank=True, help_text="Move-to-front: priorities and the turn.")
+    events = models.PositiveIntegerField(default=0, help_text="Counter numbering move-to-front draws and decisions.")
+    extensions = models.PositiveSmallIntegerField(default=0, help_text="Runs added after creation, in steps.")
+
+
+class PooledPair(models.Model):
+    """A (query, passage) pair one of the pool's runs retrieved within its depth, judged or not:
+    how it entered the pool (its runs' ranks in `hits`, its fusion score, its place in the
+    strategy's order, the extension step that brought it, the run whose turn drew it) and, once
+    drawn, the item that asks for it. Staff-only."""
+
+    pool = models.ForeignKey(Pool, on_delete=models.CASCADE, related_name="pairs")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    passage = models.ForeignKey(Passage, on_delete=models.PROTECT, related_name="+")
+    item = models.OneToOneField(Item, null=True, blank=True, on_delete=models.CASCADE, related_name="pooled_pair")
+    score = models.FloatField(null=True, blank=True, help_text="Fusion score (rrf, rbp).")
+    order = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Place in the strategy's order; move-to-front: the event that drew it."
+    )
+    pool_position = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Its place in the query's own pool, when that pool was added."
+    )
+    drawn_from = models.ForeignKey(Run, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    decided = models.PositiveIntegerField(null=True, blank=True, help_text="Move-to-front: the event that decided it.")
+    relevant = models.BooleanField(null=True, blank=True, help_text="Move-to-front: the outcome it was decided with.")
+    extension = models.PositiveSmallIntegerField(default=0, help_text="0: in the pool from creation; n: the nth step.")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["pool", "query", "passage"], name="pooled_pair_unique")]
+        indexes = [models.Index(fields=["pool", "query"])]
+
+
+class PoolHit(models.Model):
+    """One run's rank of a pooled pair (every run that retrieved it within the depth, the runs
+    added later included)."""
+
+    pair = models.ForeignKey(PooledPair, on_delete=models.CASCADE, related_name="hits")
+    run = models.ForeignKey(Run, on_delete=models.PROTECT, related_name="+")
+    rank = models.PositiveIntegerField()
+    extension = models.PositiveSmallIntegerField(default=0)
+
+    class Meta:
+        ordering = ["pair_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["pair", "run"], name="pool_hit_unique")]
+        indexes = [models.Index(fields=["run", "rank"])]
 
 
 LIVE_ASSIGNMENT_STATES = ("active", "submitted")
@@ -226,6 +321,12 @@ class Judgment(models.Model):
     rubric = models.JSONField(default=dict, blank=True)
     rationale = models.TextField(blank=True)
     unsure = models.BooleanField(default=False, help_text="The annotator marked the answer as a guess.")
+    shown_order = models.JSONField(
+        null=True,
+        blank=True,
+        help_text="The item positions of the candidates in the order this annotator saw them (first shown "
+        "first); null: not recorded (imported judgments, judgments from before it was recorded).",
+    )
     seconds = models.FloatField(null=True, blank=True)
     server_seconds = models.FloatField(null=True, blank=True)
     source = models.CharField(max_length=10, choices=Source.choices, default=Source.WEB)
@@ -447,3 +548,37 @@ class Adjudication(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     decided_at = models.DateTimeField(auto_now_add=True)
+
+
+class PreferenceQuery(models.Model):
+    """One query of a preference study whose pairs are chosen as judgments land (an adaptive
+    design): its pool, how far the procedure has gone and what it found. Rows are locked while a
+    judgment advances them (annotation.services.preference_scheduling), so two annotators finishing
+    a stage at once open the next stage once, and the budget is counted under the lock."""
+
+    class Status(models.TextChoices):
+        OPEN = "open", "Asking"
+        DONE = "done", "Finished"
+        BUDGET = "budget", "Stopped: budget spent"
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="preference_queries")
+    query = models.ForeignKey(Query, on_delete=models.PROTECT, related_name="+")
+    pool = models.JSONField(default=list, help_text="Passage ids of the query's candidates, in the seeded pool order.")
+    contenders = models.JSONField(default=list, help_text="Passage ids still in contention (top-k procedure).")
+    stage = models.PositiveIntegerField(default=0, help_text="Stages opened so far (top-k procedure).")
+    stage_pairs = models.JSONField(
+        default=list, help_text="The current stage's pairs [[passage id, passage id], ...], smaller id first."
+    )
+    stage_cut = models.BooleanField(default=False, help_text="The current stage was cut short by the budget.")
+    pairs = models.PositiveIntegerField(default=0, help_text="Pairs materialised as items so far (the budget's count).")
+    status = models.CharField(max_length=10, choices=Status.choices, default=Status.OPEN)
+    found = models.JSONField(default=list, help_text="The procedure's top passages, best first: [[passage id, wins]].")
+    moved_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="When judgments last chose new pairs (answers before it may no longer be undone).",
+    )
+
+    class Meta:
+        ordering = ["study_id", "pk"]
+        constraints = [models.UniqueConstraint(fields=["study", "query"], name="preference_query_unique")]

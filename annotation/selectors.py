@@ -8,15 +8,29 @@ external ids (BIRCO's WhatsThatBook ids give the answer away), nor anyone else's
 
 from __future__ import annotations
 
+from collections import Counter, defaultdict
 from collections.abc import Iterator, Sequence
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, F, Q, QuerySet
 
-from retrieval.models import Query
+from retrieval.models import Query, Run
 
 from . import hot_queries
 from .label_schema import matches_expected, study_schema
-from .models import Assignment, Item, ItemCandidate, ItemFlag, Judgment, Study, StudyBlock
+from .models import (
+    Assignment,
+    Item,
+    ItemCandidate,
+    ItemFlag,
+    Judgment,
+    Pool,
+    PooledPair,
+    PoolHit,
+    PreferenceQuery,
+    Study,
+    StudyBlock,
+)
+from .presentation import shown_order, shown_position, study_keys
 
 
 def context_sentences(query: Query, context_left: int, context_right: int) -> tuple[list[str], list[str]]:
@@ -127,18 +141,25 @@ def item_limit(cap: int | None, quota: int | None) -> int | None:
     return min((limit for limit in (cap, quota) if limit is not None), default=None)
 
 
-def shown_item(item: Item) -> dict:
+def shown_item(item: Item, annotator_id: int | None = None) -> dict:
     """An item as every annotator sees it, whatever it is for (formal work, hidden gold, a
-    qualification question, a judgment to peer-review): candidates in display order with opaque
-    ids, the context (or the query's own text) and the guidelines. Built from an explicit list
-    of fields and never from the item's role, so hidden gold cannot show through."""
+    qualification question, a judgment to peer-review): candidates in the order shown with
+    opaque ids, the context (or the query's own text), the guidelines and the page's keys. Built
+    from an explicit list of fields and never from the item's role, so hidden gold cannot show
+    through. In a study that shuffles candidates per annotator, `annotator_id`'s own order
+    (annotation.presentation); `position` is always the place shown (0, 1, ...), the number an
+    answer by position gives back."""
     study, query = item.study, item.query
     rows = list(
         ItemCandidate.objects.filter(item=item)
         .order_by("position")
-        .values_list("pk", "position", "passage__title", "passage__text", "passage__document_id")
+        .values_list("pk", "passage__title", "passage__text", "passage__document_id")
     )
-    candidates = [{"id": pk, "position": pos, "title": title, "text": text} for pk, pos, title, text, _ in rows]
+    order = shown_order(study, item.pk, annotator_id, len(rows))
+    candidates = [
+        {"id": rows[position][0], "position": place, "title": rows[position][1], "text": rows[position][2]}
+        for place, position in enumerate(order)
+    ]
     left, right = context_sentences(query, study.context_left, study.context_right)
     return {
         "study": study.pk,
@@ -147,6 +168,8 @@ def shown_item(item: Item) -> dict:
         "guidelines": study.guidelines,
         "item": item.pk,
         "candidates": candidates,
+        "keys": study_keys(study),
+        "auto_advance": study.auto_advance,
         "context_left": left,
         "context_right": right,
         "query_text": "" if query.has_context else query.text,
@@ -158,12 +181,15 @@ def shown_item(item: Item) -> dict:
 
 def _label_task(study: Study, item: Item) -> dict:
     """What a relevance or quotability item asks, from the study's schema (nothing for proxy
-    items): the question, the values with their display names, the span target with the exact
+    items; a preference item says its shape, question and whether ties and "both bad" are
+    answers): the question, the values with their display names, the span target with the exact
     text its offsets count, the rubric fields, the rationale mode, whether several candidates
     may be selected, and the article title a quotability context comes from."""
     if study.kind == Study.Kind.PROXY:
         return {}
     schema = study_schema(study)
+    if study.kind == Study.Kind.PREFERENCE:
+        return {"preference": {key: schema[key] for key in ("shape", "question", "ties", "bad")}}
     metadata = item.query.metadata if isinstance(item.query.metadata, dict) else {}
     target = schema["spans"]
     return {
@@ -195,21 +221,29 @@ def annotator_item_payload(assignment: Assignment) -> dict:
     and their progress."""
     return {
         "finished": False,
-        **shown_item(assignment.item),
+        **shown_item(assignment.item, assignment.annotator_id),
         "expires_at": assignment.expires_at.isoformat(),
         "progress": annotator_progress(assignment.item.study, assignment.annotator_id),
     }
 
 
 def finished_payload(study: Study, annotator) -> dict:
-    """Nothing (more) to do for this annotator in this study right now."""
+    """Nothing (more) to do for this annotator in this study right now. `more_coming`: an
+    adaptive preference study adds pairs as answers land, so there may be work again soon."""
+    more_coming = (
+        study.kind == Study.Kind.PREFERENCE
+        and study.status == Study.Status.OPEN
+        and PreferenceQuery.objects.filter(study=study, status=PreferenceQuery.Status.OPEN).exists()
+    )
     return {
+        "more_coming": more_coming,
         "finished": True,
         "study": study.pk,
         "study_name": study.name,
         "kind": study.kind,
         "guidelines": study.guidelines,
         "item": None,
+        "keys": study_keys(study),
         "progress": annotator_progress(study, annotator),
     }
 
@@ -240,12 +274,15 @@ def study_export_rows(study: Study) -> Iterator[dict]:
     """Staff export, one row per item in study order: the query, candidates (passage external
     ids in display order), the gold candidate (proxy items), where each candidate came from
     (its best source), the item's role and its expected answer (gold and qualification items of
-    label kinds), and for pooled relevance items every source that found the pair.
+    label kinds), and for label items every source that found the pair (a relevance study's
+    pool, a quotability study's parameters).
 
     Streams at any study size: items and candidates come as two cursors in the same order and
     are merged here, so memory holds one chunk and no query lists every item's id (SQLite
     refuses such a list beyond about a thousand ids: "Expression tree is too large")."""
+    pooled = pair_sources(study) if study.kind == Study.Kind.RELEVANCE else iter(())
     all_sources = (study.parameters or {}).get("sources", {})
+    next_pooled = next(pooled, None)
     items = (
         Item.objects.filter(study=study)
         .order_by("position", "id")
@@ -275,6 +312,9 @@ def study_export_rows(study: Study) -> Iterator[dict]:
         if study.kind != Study.Kind.PROXY:
             row["expected"] = expected
             row["all_sources"] = all_sources.get(str(item_id), [])
+            if next_pooled is not None and next_pooled[0] == item_id:
+                row["all_sources"] = next_pooled[1]
+                next_pooled = next(pooled, None)
         yield row
 
 
@@ -301,11 +341,12 @@ JUDGMENT_COLUMNS = (
     "source",
     "voided",
     "void_reason",
+    "shown_order",
     "revision",
     "revised_at",
 )
 # Columns holding lists or objects: written as JSON in the CSV export.
-JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections")
+JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections", "shown_order")
 
 
 # What judgment_rows reads of a judgment, its item, query, annotator and chosen candidate: plain
@@ -333,6 +374,7 @@ _JUDGMENT_VALUES = (
     "source",
     "voided",
     "void_reason",
+    "shown_order",
     "revision",
     "revised_at",
 )
@@ -341,8 +383,10 @@ _JUDGMENT_VALUES = (
 def judgment_rows(study: Study, items: QuerySet[Item] | None = None) -> Iterator[dict]:
     """Staff export, one flat row per judgment (voided ones included and flagged): `candidate`
     is the opaque candidate id, `choice` the chosen passage's external id (the same key
-    import_judgments reads), `position` its 0-based display position; label kinds fill `label`
-    (or `selections`, display positions), `spans`, `rubric` and `rationale`. `correct`: whether
+    import_judgments reads), `position` its 0-based item position; label kinds fill `label`
+    (or `selections`, item positions), `spans`, `rubric` and `rationale`. `shown_order`: the
+    item positions in the order the annotator saw them (null where not recorded), so the
+    position shown of a choice is shown_order.index(position). `correct`: whether
     the answer matches the item's known answer (the gold candidate, or a gold or qualification
     item's expected label), None where there is none. `role` tells hidden gold judgments apart;
     `unsure` is the annotator's own "I am guessing" mark. Each row is the judgment's latest answer:
@@ -380,6 +424,7 @@ def judgment_rows(study: Study, items: QuerySet[Item] | None = None) -> Iterator
             "source": j["source"],
             "voided": j["voided"],
             "void_reason": j["void_reason"],
+            "shown_order": j["shown_order"],
             "revision": j["revision"],
             "revised_at": j["revised_at"].isoformat() if j["revised_at"] else None,
         }
@@ -417,7 +462,8 @@ def item_flags(study: Study) -> list[dict]:
 
 def answer_fields(judgment: Judgment) -> dict:
     """What was answered: the choice or label, with spans, rubric and rationale; not who answered,
-    when, how fast, or whether it was right (a peer reviewer sees exactly this)."""
+    when, how fast, or whether it was right (a peer reviewer sees exactly this, positions in the
+    item's own order, as the review page shows the item)."""
     return {
         "candidate": judgment.choice_id,
         "position": judgment.choice.position if judgment.choice else None,
@@ -427,3 +473,148 @@ def answer_fields(judgment: Judgment) -> dict:
         "rubric": judgment.rubric,
         "rationale": judgment.rationale,
     }
+
+
+# --- pools: how each pair entered (staff) --------------------------------------------------------------------------
+
+
+def pair_sources(study: Study) -> Iterator[tuple[int, list[dict]]]:
+    """(item id, every source of its pair) for the pooled items of the study, in item order:
+    each run's rank as {"run", "rank"} in the order the runs were pooled, then {"pool": position}
+    for a pair from the query's own pool. Streams (two cursors, merged), like the exports."""
+    pairs = (
+        PooledPair.objects.filter(pool__study=study, item__isnull=False)
+        .order_by("item__position", "item_id")
+        .values_list("pk", "item_id", "pool_position")
+        .iterator(2000)
+    )
+    hits = (
+        PoolHit.objects.filter(pair__pool__study=study, pair__item__isnull=False)
+        .order_by("pair__item__position", "pair__item_id", "pk")
+        .values_list("pair_id", "run_id", "rank")
+        .iterator(2000)
+    )
+    pending = next(hits, None)
+    for pair, item, pool_position in pairs:
+        sources = []
+        while pending is not None and pending[0] == pair:
+            sources.append({"run": pending[1], "rank": pending[2]})
+            pending = next(hits, None)
+        if pool_position is not None:
+            sources.append({"pool": pool_position})
+        yield item, sources
+
+
+def pool_summary(study: Study) -> dict | None:
+    """The pool as staff see it: strategy and settings, the runs with what each contributed (pairs
+    it retrieved within the depth, how many of them are drawn; move-to-front: the pairs drawn on
+    its turns and the relevant ones among them), how much of the budget is used, and for
+    move-to-front the priorities and the turn. None for a study without a pool."""
+    pool = Pool.objects.filter(study=study).first()
+    if pool is None:
+        return None
+    pairs = PooledPair.objects.filter(pool=pool)
+    drawn = pairs.filter(item__isnull=False)
+    per_run = defaultdict(lambda: {"retrieved": 0, "drawn": 0, "extension": 0})
+    for run, extension, item in PoolHit.objects.filter(pair__pool=pool).values_list(
+        "run_id", "extension", "pair__item_id"
+    ):
+        entry = per_run[run]
+        entry["retrieved"] += 1
+        entry["drawn"] += item is not None
+        entry["extension"] = extension
+    adaptive = pool.strategy == Pool.Strategy.MTF
+    turns = Counter(drawn.exclude(drawn_from=None).values_list("drawn_from_id", flat=True))
+    relevant = Counter(drawn.filter(relevant=True).values_list("drawn_from_id", flat=True))
+    runs = {run.pk: run for run in Run.objects.filter(pk__in=pool.runs).select_related("retriever")}
+    summary = {
+        "strategy": pool.strategy,
+        "depth": pool.depth,
+        "budget": pool.budget,
+        "budget_per_query": pool.budget_per_query,
+        "queries": len(pool.queries),
+        "pairs": pairs.count(),
+        "drawn": drawn.count(),
+        "extensions": pool.extensions,
+        "runs": [
+            {
+                "run": run,
+                "name": _run_name(runs.get(run)),
+                **per_run[run],
+                **({"turns": turns[run], "relevant_found": relevant[run]} if adaptive else {}),
+            }
+            for run in pool.runs
+        ],
+    }
+    if pool.strategy == Pool.Strategy.RRF:
+        summary["rrf_k"] = pool.rrf_k
+    if pool.strategy == Pool.Strategy.RBP:
+        summary["rbp_p"] = pool.rbp_p
+    if adaptive:
+        summary |= {"lookahead": pool.lookahead, "decided": drawn.exclude(decided=None).count(), "state": pool.state}
+    return summary
+
+
+def _run_name(run: Run | None) -> str | None:
+    if run is None:
+        return None
+    return run.name or run.retriever.name
+
+
+def pool_pairs(study: Study, start: int = 0, stop: int | None = None) -> list[dict]:
+    """The pairs of the study's pool, judged or not, in the strategy's order (undrawn pairs of
+    move-to-front last), `start`:`stop` of them: each with its runs' ranks (and the extension step
+    that recorded each), its place in the query's own pool, fusion score, place in the order,
+    extension step, item, the run whose turn drew it, and the outcome it was decided with."""
+    pairs = list(
+        PooledPair.objects.filter(pool__study=study)
+        .order_by(F("order").asc(nulls_last=True), "pk")
+        .values_list(
+            "pk",
+            "query__external_id",
+            "passage__external_id",
+            "item_id",
+            "score",
+            "order",
+            "extension",
+            "drawn_from_id",
+            "decided",
+            "relevant",
+            "pool_position",
+        )[start:stop]
+    )
+    hits = defaultdict(list)
+    if pairs:
+        page = PoolHit.objects.filter(pair__pool__study=study, pair__in=[pair[0] for pair in pairs])
+        for pair, run, rank, extension in page.values_list("pair_id", "run_id", "rank", "extension"):
+            hits[pair].append({"run": run, "rank": rank, "extension": extension})
+    return [
+        {
+            "query": query,
+            "passage": passage,
+            "item": item,
+            "hits": hits[pk],
+            "pool_position": pool_position,
+            "score": score,
+            "order": order,
+            "extension": extension,
+            "drawn_from": drawn_from,
+            "decided": decided,
+            "relevant": relevant,
+        }
+        for pk, query, passage, item, score, order, extension, drawn_from, decided, relevant, pool_position in pairs
+    ]
+
+
+def own_answer_fields(judgment: Judgment) -> dict:
+    """answer_fields as the annotator who gave the answer saw it: positions in the order they
+    were shown (`shown_order`), the numbers they answered with (an answer without a recorded
+    order, an imported one, keeps the item's)."""
+    fields = answer_fields(judgment)
+    order = judgment.shown_order
+    if order is None:
+        return fields
+    if fields["position"] is not None:
+        fields["position"] = shown_position(order, fields["position"])
+    fields["selections"] = sorted(shown_position(order, position) for position in fields["selections"] or [])
+    return fields

@@ -9,8 +9,10 @@ from retrieval.fields import AsciiFloatField, AsciiIntegerField
 from retrieval.models import Collection, Document, Run
 from retrieval.serializers import TrainingParametersSerializer, service_errors_on_fields
 
-from .models import Study
+from .models import Pool, Study
 from .services.label_studies import MULTI_SELECT_SOURCES, QUOTABILITY_SELECTIONS
+from .services.preference_studies import DESIGNS, RULES
+from .services.presentation import PRESENTATION_FIELDS
 from .services.studies import MAX_CANDIDATES, MIN_CANDIDATES
 from .services.study_training import DEFAULT_VALIDATION_SHARE, start_study_training
 
@@ -41,6 +43,9 @@ class StudySerializer(serializers.ModelSerializer):
             "claim_minutes",
             "annotators",
             "max_items_per_annotator",
+            "candidate_order",
+            "keyboard",
+            "auto_advance",
             "parameters",
             "created_by",
             "created_at",
@@ -48,7 +53,27 @@ class StudySerializer(serializers.ModelSerializer):
         read_only_fields = fields
 
 
-class StudyCreateSerializer(serializers.Serializer):
+class PresentationSerializer(serializers.Serializer):
+    """A study's presentation settings (annotation.presentation): how the annotation page orders
+    candidates and which keys it uses. Each is optional: what is left out stays as it is."""
+
+    candidate_order = serializers.ChoiceField(
+        choices=Study.CandidateOrder.choices,
+        required=False,
+        help_text="item (default): every annotator sees the item's order; annotator: an order of their own, "
+        "seeded by the study seed and recorded with each judgment.",
+    )
+    keyboard = serializers.JSONField(
+        required=False,
+        help_text='The annotation page\'s keys that differ from the defaults: {"options": "1234567890abcdefghij", '
+        '"skip": "s", "flag": "r", "unsure": "u", "undo": "z", "mark": "m"} ("" turns an action\'s key off).',
+    )
+    auto_advance = serializers.BooleanField(
+        required=False, help_text="Choosing the last answer an item needs submits it (default false)."
+    )
+
+
+class StudyCreateSerializer(PresentationSerializer):
     """Any kind of study. Common fields first; then each kind's own (`KIND_FIELDS`): a field of
     another kind is refused, so a typo never silently builds a different study. Defaults that
     depend on the kind (judgments per item, context) are filled in by `service_arguments`."""
@@ -86,6 +111,22 @@ class StudyCreateSerializer(serializers.Serializer):
     queries = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
     n_queries = AsciiIntegerField(min_value=1, required=False)
     label_schema = serializers.JSONField(required=False)
+    # relevance pools (docs/DESIGN.md, Pools) and preference designs: `budget` is judged pairs in all
+    # for a pool, pairs (or lists) per query for a preference study's random or adaptive design
+    pool = serializers.ChoiceField(choices=Pool.Strategy.choices, required=False)
+    budget = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    budget_per_query = serializers.IntegerField(min_value=1, required=False, help_text="Most pairs judged per query.")
+    rrf_k = serializers.IntegerField(min_value=0, required=False, help_text="rrf: 1 / (k + rank); default 60.")
+    rbp_p = serializers.FloatField(required=False, help_text="rbp: (1 - p) p^(rank - 1); default 0.8.")
+    lookahead = serializers.IntegerField(min_value=1, required=False, help_text="mtf: pairs kept open; default 1.")
+    # preference (also runs, depth, use_pools, queries, n_queries, label_schema: the preference schema)
+    design = serializers.ChoiceField(choices=DESIGNS, required=False)
+    rule = serializers.ChoiceField(choices=RULES, required=False)
+    top_k = serializers.IntegerField(min_value=1, required=False)
+    pairings = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    all_pairs_below = serializers.IntegerField(min_value=1, required=False, allow_null=True)
+    batch = serializers.IntegerField(min_value=1, required=False)
+    alpha = serializers.FloatField(min_value=0, required=False)
 
     COMMON_FIELDS = (
         "name",
@@ -98,15 +139,42 @@ class StudyCreateSerializer(serializers.Serializer):
         "annotators",
         "claim_minutes",
         "more_context",
+        *PRESENTATION_FIELDS,
     )
     LABEL_FIELDS = ("queries", "n_queries", "label_schema")
     KIND_FIELDS = {
         Study.Kind.PROXY: ("negatives_run", "items", "candidates", "single_sentence", "book"),
-        Study.Kind.RELEVANCE: ("runs", "depth", "use_pools", *LABEL_FIELDS),
+        Study.Kind.RELEVANCE: (
+            "runs",
+            "depth",
+            "use_pools",
+            "pool",
+            "budget",
+            "budget_per_query",
+            "rrf_k",
+            "rbp_p",
+            "lookahead",
+            *LABEL_FIELDS,
+        ),
         Study.Kind.QUOTABILITY: ("run", "selection", "depth", "candidates_from", *LABEL_FIELDS),
+        Study.Kind.PREFERENCE: (
+            "runs",
+            "depth",
+            "use_pools",
+            *LABEL_FIELDS,
+            "design",
+            "budget",
+            "rule",
+            "top_k",
+            "pairings",
+            "all_pairs_below",
+            "batch",
+            "alpha",
+        ),
     }
-    REQUIRED = {Study.Kind.PROXY: ("negatives_run", "items")}
-    DEFAULT_JUDGMENTS = {Study.Kind.QUOTABILITY: 5}
+    REQUIRED = {Study.Kind.PROXY: ("negatives_run", "items"), Study.Kind.PREFERENCE: ("design",)}
+    # None: the service's own default (a preference study's depends on its design).
+    DEFAULT_JUDGMENTS = {Study.Kind.QUOTABILITY: 5, Study.Kind.PREFERENCE: None}
     DEFAULT_CONTEXT_RIGHT = {Study.Kind.QUOTABILITY: 0}
 
     def validate(self, attrs):
@@ -120,13 +188,26 @@ class StudyCreateSerializer(serializers.Serializer):
         return attrs
 
     def service_arguments(self) -> tuple[str, dict]:
-        """The kind and the keyword arguments of its create_*_study service."""
-        options = dict(self.validated_data)
+        """The kind and the keyword arguments of its create_*_study service (the presentation
+        settings apart: `presentation()`)."""
+        options = {name: value for name, value in self.validated_data.items() if name not in PRESENTATION_FIELDS}
         kind = options.pop("kind")
         options.setdefault("judgments_per_item", self.DEFAULT_JUDGMENTS.get(kind, 3))
         options.setdefault("context_left", 4)
         options.setdefault("context_right", self.DEFAULT_CONTEXT_RIGHT.get(kind, 4))
         return kind, options
+
+    def presentation(self) -> dict:
+        """apply_presentation's arguments: the presentation settings given."""
+        return {name: value for name, value in self.validated_data.items() if name in PRESENTATION_FIELDS}
+
+
+class PoolExtensionSerializer(serializers.Serializer):
+    """Runs to add to a relevance study's pool (`extend_study`)."""
+
+    runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), many=True, allow_empty=False)
+    budget = serializers.IntegerField(min_value=1, required=False, help_text="Judge up to this many more pairs.")
+    budget_per_query = serializers.IntegerField(min_value=1, required=False, help_text="Raise the budget per query.")
 
 
 class SubmitSerializer(serializers.Serializer):

@@ -1,12 +1,31 @@
-"""The annotation app's receivers for signals of the apps below it (connected in apps.py)."""
+"""The annotation app's receivers (connected in apps.py): for signals of the apps below it, and
+for its own events: item_complete tells an adaptive pool (move-to-front) the outcome of a pair it
+drew, and on judgment_submitted adaptive preference studies choose their next pairs, both inside
+the submitting transaction."""
 
 from django.dispatch import receiver
 
 from retrieval.signals import deletion_requested
 
+from .events import item_complete, judgment_submitted
 from .services.lifecycle import studies_depending_on
+from .services.pools import record_completion
+from .services.preference_scheduling import advance_queries
 
 
 @receiver(deletion_requested)
 def refuse_deleting_what_studies_use(sender, instance, **kwargs) -> list[str]:
     return studies_depending_on(instance)
+
+
+@receiver(item_complete)
+def decide_pooled_pair(sender, item, **kwargs) -> None:
+    record_completion(item)
+
+
+@receiver(judgment_submitted)
+def advance_adaptive_preferences(sender, judgment, **kwargs) -> None:
+    """Inside the submitting transaction, with the item locked: an adaptive preference study
+    materialises the pairs this answer makes due (nothing for any other study)."""
+    item = judgment.item
+    advance_queries(item.study, [item.query_id])

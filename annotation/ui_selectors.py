@@ -17,6 +17,8 @@ from django.db.models import Count, Q
 
 from .label_schema import study_schema
 from .models import AnnotatorFlag, Assignment, Item, ItemCandidate, Judgment, PeerReview, Study, StudyBlock
+from .preference_schema import describe_preference
+from .presentation import ACTION_WORDS, DEFAULT_OPTION_KEYS, TEN_KEY, value_keys
 from .selectors import (
     MASK_MARK,
     annotator_progress,
@@ -29,20 +31,11 @@ from .services import annotator_refusal
 from .services.qualification import QualificationStatus, qualification_state
 from .services.quality import QualityMeasures, disagreement_items, quality_overview
 
-# One key per option, so a single key press always picks exactly one candidate: 1-9, 0 for the
-# tenth, then letters for options 11-20 (k is at most 20).
-OPTION_KEYS = "1234567890abcdefghij"
-# Scale values are picked by their own digit; 10 (the top of a 0-10 scale) by "t" for ten.
-TEN_KEY = "t"
-# A yes/no question (quotability's) answers with y and n.
-YES_NO_KEYS = {0: "n", 1: "y"}
 # What the page calls the text a span target names, by study kind.
 SPAN_TARGET_NAMES = {
     Study.Kind.RELEVANCE: {"query": "query", "passage": "passage"},
     Study.Kind.QUOTABILITY: {"query": "context", "passage": "paragraph"},
 }
-# The key that marks the selected text as a span (annotate.js reads the same letter).
-MARK_SPAN_KEY = "m"
 # BEIR-style RELiC queries carry the mask inside their text; label studies write it as MASK_MARK.
 MASK_MARKER = re.compile(rf"\[masked sentences?(?:\(s\))?\]|{re.escape(MASK_MARK)}", re.IGNORECASE)
 
@@ -51,14 +44,13 @@ MASK_MARKER = re.compile(rf"\[masked sentences?(?:\(s\))?\]|{re.escape(MASK_MARK
 DISAGREEMENTS_PER_PAGE = 20
 
 
-def option_key(position: int) -> str:
-    """The key that picks the candidate shown at 0-based `position`."""
-    return OPTION_KEYS[position]
-
-
-def keyed_candidates(candidates: list[dict]) -> list[dict]:
-    """The payload's candidates with their 1-based option number and their key."""
-    return [{**candidate, "number": index + 1, "key": option_key(index)} for index, candidate in enumerate(candidates)]
+def keyed_candidates(candidates: list[dict], option_keys: str = DEFAULT_OPTION_KEYS) -> list[dict]:
+    """The payload's candidates with their 1-based option number and the key that picks each
+    (the study's option keys, in the order shown)."""
+    return [
+        {**candidate, "number": index + 1, "key": option_keys[index] if index < len(option_keys) else ""}
+        for index, candidate in enumerate(candidates)
+    ]
 
 
 def masked_text_segments(text: str) -> list[dict]:
@@ -75,20 +67,59 @@ def masked_text_segments(text: str) -> list[dict]:
 
 def annotation_page(work: dict, study: Study) -> dict:
     """`next_work`'s payload made ready for the page: candidates with their numbers and keys,
-    a plain-text query cut around its mask, and the key range the page explains; for label
-    kinds also the keyed scale and rubric values and the query as one text (see `label_task`)."""
+    a plain-text query cut around its mask, and the keys the page explains (the legend under the
+    form and the list of every shortcut the `?` key opens); for label kinds also the keyed scale
+    and rubric values and the query as one text (see `label_task`)."""
     if work["finished"]:
         return work
-    candidates = keyed_candidates(work["candidates"])
+    keys = work["keys"]
+    candidates = keyed_candidates(work["candidates"], keys["options"])
     page = {
         **work,
         "candidates": candidates,
         "query_segments": masked_text_segments(work["query_text"]) if work["query_text"] else [],
-        "keys_hint": _keys_hint(len(candidates)),
+        "keys_hint": options_hint(keys["options"], len(candidates)),
     }
-    if study.kind != Study.Kind.PROXY:
+    if study.kind == Study.Kind.PREFERENCE:
+        page["preference"] = preference_task(page)
+    elif study.kind != Study.Kind.PROXY:
         page["task"] = label_task(page, study)
+    in_round = work.get("qualification", {}).get("status") == QualificationStatus.IN_PROGRESS
+    page["shortcuts"] = page_shortcuts(page, keys, item_actions=not in_round)
     return page
+
+
+# A pair's answers besides the two candidates, with their keys.
+TIE_KEY, BOTH_BAD_KEY = "t", "b"
+
+
+def preference_task(work: dict) -> dict:
+    """A preference item as the page lays it out: the candidates keyed 1, 2, ... (a pair's radio
+    picks one; a list's candidates each get rank radios 1..n, keyed by rank), the tie and
+    "both bad" answers where the study allows them, and the keys to explain."""
+    task, candidates = work["preference"], work["candidates"]
+    listwise = task["shape"] == "listwise"
+    ranks = [str(rank) for rank in range(1, len(candidates) + 1)] if listwise else []
+    if listwise:
+        legend = [
+            {"keys": f"1-{len(candidates)}", "action": "rank the passage in the frame (the next one follows)"},
+            {"keys": "Tab", "action": "next passage (Shift+Tab: back)"},
+        ]
+    else:
+        legend = [{"keys": " / ".join(c["key"] for c in candidates), "action": "the better passage"}]
+        if task["ties"]:
+            legend.append({"keys": TIE_KEY, "action": "tie"})
+    if task["bad"]:
+        legend.append({"keys": BOTH_BAD_KEY, "action": "none is good" if listwise else "both bad"})
+    legend.append({"keys": "Enter", "action": "submit"})
+    return {
+        **task,
+        "listwise": listwise,
+        "ranks": ranks,
+        "tie_key": TIE_KEY,
+        "both_bad_key": BOTH_BAD_KEY,
+        "keys": legend,
+    }
 
 
 def label_task(work: dict, study: Study) -> dict:
@@ -99,18 +130,20 @@ def label_task(work: dict, study: Study) -> dict:
     spans = work["spans"]
     target = spans["target"] if spans else None
     multi_select = work["multi_select"]
+    option_keys = work["keys"]["options"]
     query_text = spans["text"] if target == "query" else span_target_text(study, _shown_item(work), "query")
     yes_no = study.kind == Study.Kind.QUOTABILITY
     rubric = [
         {
             "name": field["name"],
             "title": field["name"].replace("_", " ").capitalize(),
-            "options": keyed_values(field["values"]),
+            "options": keyed_values(field["values"], option_keys=option_keys),
         }
         for field in work["rubric"]
     ]
-    label_options = [] if multi_select else keyed_values(work["values"], yes_no=yes_no)
+    label_options = [] if multi_select else keyed_values(work["values"], yes_no=yes_no, option_keys=option_keys)
     span_noun = SPAN_TARGET_NAMES[study.kind][target] if target else None
+    selectable = len(work["candidates"]) if multi_select else 0
     return {
         "question": work["question"],
         "title": work["query_title"],
@@ -125,7 +158,7 @@ def label_task(work: dict, study: Study) -> dict:
         "rubric": rubric,
         "rationale": work["rationale"],
         "keys": _label_keys(
-            label_options, rubric, len(work["candidates"]) if multi_select else 0, span_noun, work["rationale"]
+            label_options, rubric, option_keys[:selectable], span_noun, work["rationale"], work["keys"]
         ),
     }
 
@@ -134,33 +167,27 @@ def _shown_item(work: dict) -> Item:
     return Item.objects.select_related("query").get(pk=work["item"])
 
 
-def keyed_values(values: list[dict], *, yes_no: bool = False) -> list[dict]:
-    """Scale or rubric values ({"value", "label"}) with the key that picks each: y/n for a
-    yes/no question, the value's digit (t for 10) on 0-10 scales, else 1, 2, ... by position."""
-    numbers = [entry["value"] for entry in values]
-    if yes_no and numbers == [0, 1]:
-        keys = [YES_NO_KEYS[number] for number in numbers]
-    elif all(0 <= number <= 10 for number in numbers):
-        keys = [TEN_KEY if number == 10 else str(number) for number in numbers]
-    else:
-        keys = [OPTION_KEYS[index] if index < len(OPTION_KEYS) else "" for index in range(len(numbers))]
+def keyed_values(values: list[dict], *, yes_no: bool = False, option_keys: str = DEFAULT_OPTION_KEYS) -> list[dict]:
+    """Scale or rubric values ({"value", "label"}) with the key that picks each
+    (annotation.presentation.value_keys: y/n, the value's digit, else the option keys)."""
+    keys = value_keys([entry["value"] for entry in values], yes_no=yes_no, option_keys=option_keys)
     # A bare number needs no name beside the key that already shows it.
     return [{**entry, "key": key, "named": entry["label"] != key} for entry, key in zip(values, keys)]
 
 
 def _label_keys(
-    label_options: list[dict], rubric: list[dict], selectable: int, span_noun, rationale: str
+    label_options: list[dict], rubric: list[dict], selectable: str, span_noun, rationale: str, keys: dict
 ) -> list[dict]:
     """The key legend of a label item, one {"keys", "action"} per line the page shows."""
     legend = []
     if label_options:
         legend.append({"keys": _key_range(label_options), "action": "answer"})
     if selectable:
-        legend.append({"keys": _keys_hint(selectable), "action": "select or unselect a paragraph"})
+        legend.append({"keys": options_hint(selectable, len(selectable)), "action": "select or unselect a paragraph"})
     if rubric or rationale != "none":
         legend.append({"keys": "Tab", "action": "next field" + (" (rubric, rationale)" if rationale != "none" else "")})
-    if span_noun:
-        legend.append({"keys": MARK_SPAN_KEY, "action": f"mark the text selected in the {span_noun}"})
+    if span_noun and keys["mark"]:
+        legend.append({"keys": keys["mark"], "action": f"mark the text selected in the {span_noun}"})
     legend.append(
         {"keys": "Enter", "action": "submit" + (" (Ctrl+Enter in the rationale)" if rationale != "none" else "")}
     )
@@ -177,14 +204,51 @@ def _key_range(options: list[dict]) -> str:
     return " / ".join(keys)
 
 
-def _keys_hint(count: int) -> str:
-    """How the keys map to options, e.g. "1-3", "1-9, 0 for 10", "1-9, 0 for 10, a-c for 11-13"."""
+def options_hint(option_keys: str, count: int) -> str:
+    """How the keys map to `count` options: "1-3", "1-9, 0 for 10", "1-9, 0 for 10, a-c for
+    11-13" with the default keys, else the keys themselves ("a s d f")."""
+    keys = option_keys[:count]
+    if not DEFAULT_OPTION_KEYS.startswith(keys):
+        return " ".join(keys)
     if count <= 9:
         return f"1-{count}"
     hint = "1-9, 0 for 10"
     if count > 10:
-        hint += f", a-{option_key(count - 1)} for 11-{count}" if count > 11 else ", a for 11"
+        hint += f", a-{keys[-1]} for 11-{count}" if count > 11 else ", a for 11"
     return hint
+
+
+def page_shortcuts(page: dict, keys: dict, *, item_actions: bool) -> list[dict]:
+    """Every shortcut of an annotation page, for the list the `?` key opens: {"keys": [key
+    names], "action": words}. Item actions (skip, flag, unsure) are not offered during a
+    qualification round; an action whose key the study turned off is left out."""
+    task = page.get("task")
+    rows = []
+    if task is None:
+        rows.append({"keys": [page["keys_hint"]], "action": "choose that candidate"})
+    else:
+        for entry in task["keys"]:
+            if entry["keys"] not in ("Tab", "Enter", keys["mark"]):
+                rows.append({"keys": [entry["keys"]], "action": entry["action"]})
+    rows += [
+        {"keys": ["↑", "↓"], "action": "choose the option above or below in the current field"},
+        {"keys": ["Tab", "Shift+Tab"], "action": "go to the next or previous field, button or link"},
+        {"keys": ["Enter"], "action": "submit the answer"},
+        {"keys": ["Ctrl+Enter"], "action": "submit from a text box (rationale, flag reason)"},
+        {"keys": ["Esc"], "action": "leave a text box or the marked text, close a box or this list"},
+    ]
+    if task is not None and task["span_target"] and keys["mark"]:
+        noun = task["span_noun"]
+        rows += [
+            {"keys": ["Tab"], "action": f"to the {noun} text: then ← → move word by word"},
+            {"keys": ["Shift+←", "Shift+→"], "action": f"select words of the {noun}"},
+            {"keys": [keys["mark"]], "action": f"mark the selected words of the {noun} as a span"},
+            {"keys": ["Delete"], "action": "remove the span under the cursor"},
+        ]
+    actions = ("skip", "flag", "unsure", "undo") if item_actions else ("undo",)
+    rows += [{"keys": [keys[name]], "action": ACTION_WORDS[name]} for name in actions if keys[name]]
+    rows.append({"keys": ["?"], "action": "show or hide this list"})
+    return rows
 
 
 def qualification_checkpoint(study: Study, annotator) -> dict | None:
@@ -287,7 +351,7 @@ def staff_study_items(study: Study, items: Sequence[Item]) -> list[dict]:
                 "judgment": judgment,
                 "option": judgment.choice.position + 1 if judgment.choice else None,
                 "answer": describe_answer(study, schema, label=judgment.label, selections=judgment.selections),
-                "correct": judgment.choice.is_gold if judgment.choice else None,
+                "correct": judgment.choice.is_gold if judgment.choice and study.kind == Study.Kind.PROXY else None,
             }
         )
     candidates_by_item = defaultdict(list)
@@ -361,6 +425,8 @@ def describe_answer(study: Study, schema: dict, *, position=None, label=None, se
     """An answer in the words of the page: "option 2", "paragraphs 1, 3", "2 · Highly relevant"."""
     if study.kind == Study.Kind.PROXY:
         return "—" if position is None else f"option {position + 1}"
+    if study.kind == Study.Kind.PREFERENCE:
+        return describe_preference(label)
     if schema["multi_select"]:
         chosen = list(selections or [])
         return (
@@ -472,6 +538,16 @@ def _decision_form(study: Study, schema: dict, candidates: list) -> dict:
 
 # The keys of the peer-review verdicts.
 VERDICT_KEYS = {"pass": "p", "fail": "f"}
+# Every shortcut of the peer-review page, for the list the `?` key opens.
+REVIEW_SHORTCUTS = [
+    {"keys": [VERDICT_KEYS["pass"]], "action": "the answer is correct"},
+    {"keys": [VERDICT_KEYS["fail"]], "action": "the answer is incorrect"},
+    {"keys": ["Tab", "Shift+Tab"], "action": "go to the next or previous field, button or link"},
+    {"keys": ["Enter"], "action": "submit the verdict"},
+    {"keys": ["Ctrl+Enter"], "action": "submit from the comment box"},
+    {"keys": ["Esc"], "action": "leave the comment box, close this list"},
+    {"keys": ["?"], "action": "show or hide this list"},
+]
 
 
 def peer_review_page(payload: dict, study: Study) -> dict:
@@ -516,6 +592,7 @@ def peer_review_page(payload: dict, study: Study) -> dict:
         ],
         "rationale": answer["rationale"],
         "marked_spans": bool(answer["spans"]),
+        "shortcuts": REVIEW_SHORTCUTS,
         "verdicts": [
             {"value": value, "label": label, "key": VERDICT_KEYS[value]} for value, label in PeerReview.Verdict.choices
         ],

@@ -8,6 +8,7 @@ rule lives in `annotation.services`, every read in `annotation.selectors` /
 from __future__ import annotations
 
 from collections.abc import Callable
+from functools import partial
 
 from django.contrib import messages
 from django.contrib.auth import get_user_model
@@ -28,6 +29,7 @@ from .forms import (
     ItemActionForm,
     JudgmentForm,
     PeerVerdictForm,
+    PreferenceStudyForm,
     ProxyStudyForm,
     QuotabilityStudyForm,
     RelevanceStudyForm,
@@ -36,6 +38,7 @@ from .models import AnnotatorFlag, Item, PeerReview, Study
 from .services import (
     AnnotationForbidden,
     SubmissionRejected,
+    create_preference_study,
     create_proxy_study,
     create_quotability_study,
     create_relevance_study,
@@ -43,6 +46,7 @@ from .services import (
     submit_judgment,
 )
 from .services.annotator_actions import flag_item, skip_item, undo_last_submission, undoable_submission
+from .services.presentation import create_with_presentation
 from .services.quality import (
     adjudicate,
     block_annotator,
@@ -95,7 +99,8 @@ def annotate(request, study_id: int):
     except AnnotationForbidden as refusal:
         return _refused(request, study, refusal)
     finished_redirect = request.session.get(FINISHED_REDIRECTS_SESSION_KEY, {}).get(str(study.pk))
-    if work["finished"] and finished_redirect:
+    # An adaptive preference study with pairs still to come is not finished for a crowd participant.
+    if work["finished"] and finished_redirect and not work.get("more_coming"):
         return redirect(finished_redirect)
     undoable = undoable_submission(study, request.user)
     return render(
@@ -197,7 +202,9 @@ def _refused(request, study: Study, refusal: AnnotationForbidden):
 
 
 def _submit(request, study: Study) -> None:
-    form = JudgmentForm(request.POST, proxy=study.kind == Study.Kind.PROXY)
+    form = JudgmentForm(
+        request.POST, proxy=study.kind == Study.Kind.PROXY, preference=study.kind == Study.Kind.PREFERENCE
+    )
     if not form.is_valid():
         for errors in form.errors.values():
             messages.error(request, " ".join(errors))
@@ -227,13 +234,15 @@ STUDY_KINDS = {
     Study.Kind.PROXY: (ProxyStudyForm, create_proxy_study),
     Study.Kind.RELEVANCE: (RelevanceStudyForm, create_relevance_study),
     Study.Kind.QUOTABILITY: (QuotabilityStudyForm, create_quotability_study),
+    Study.Kind.PREFERENCE: (PreferenceStudyForm, create_preference_study),
 }
 
 
 @staff_required
 def study_create(request, kind: str = Study.Kind.PROXY):
     """The form of one study kind; its settings go to that kind's create service, and the
-    quality-control settings with them (one transaction, see create_with_quality)."""
+    quality-control and presentation settings with them (one transaction, see
+    create_with_quality and create_with_presentation)."""
     if kind not in STUDY_KINDS:
         raise Http404(f"no study kind {kind!r}")
     form_class, create = STUDY_KINDS[kind]
@@ -241,7 +250,7 @@ def study_create(request, kind: str = Study.Kind.PROXY):
     if request.method == "POST" and form.is_valid():
         try:
             creation = create_with_quality(
-                create,
+                partial(create_with_presentation, create, presentation=form.presentation_settings()),
                 quality=form.quality_settings(),
                 qualification_questions=form.question_count(),
                 **form.study_settings(),

@@ -103,9 +103,16 @@ def item_filters(params) -> ItemFilters:
 # --- the filtered, sorted items --------------------------------------------------------------------
 
 
+NO_PREFERENCE_AGREEMENT = "a preference study's answers are compared in its preference report, not here"
+
+
 def answer_field(study: Study) -> str:
     """The judgment column two answers must share to agree: the chosen candidate (proxy), the
-    selected positions (multi-select) or the label (as annotation.services.quality compares them)."""
+    selected positions (multi-select) or the label (as annotation.services.quality compares them).
+    Preference answers (an order of the candidates as each annotator saw them) are not compared
+    here: InputError naming `agreement`."""
+    if study.kind == Study.Kind.PREFERENCE:
+        raise InputError(NO_PREFERENCE_AGREEMENT, field="agreement")
     if study.kind == Study.Kind.PROXY:
         return "choice_id"
     return "selections" if study_schema(study)["multi_select"] else "label"
@@ -205,15 +212,19 @@ def preview(text: str) -> str:
 
 
 def answer_key(study: Study, position, label, selections):
-    """What two answers share when they agree (answer_field's value, read back in Python)."""
+    """What two answers share when they agree (answer_field's value, read back in Python); None
+    for a preference answer, which is not compared here (agreement_of then says nothing)."""
+    if study.kind == Study.Kind.PREFERENCE:
+        return None
     if study.kind == Study.Kind.PROXY:
         return position
     return tuple(selections or ()) if study_schema(study)["multi_select"] else label
 
 
 def agreement_of(keys: list) -> str | None:
-    """unanimous / split / none among an item's live answers, None under two answers."""
-    if len(keys) < 2:
+    """unanimous / split / none among an item's live answers, None under two answers or for
+    answers that are not compared (answer_key None)."""
+    if len(keys) < 2 or None in keys:
         return None
     distinct = len(set(keys))
     return "unanimous" if distinct == 1 else "none" if distinct == len(keys) else "split"

@@ -13,8 +13,9 @@ from django.core.paginator import Paginator
 from django.db.models import Count, Max, Q
 
 from annotation.label_schema import study_schema
-from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study
+from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Pool, Study
 from annotation.selectors import query_display_text, span_target_text
+from annotation.services.preference_scheduling import adaptive_progress, design_of, is_adaptive
 from annotation.ui_selectors import staff_study_items
 from evaluation.leaderboard_exports import best_means, ranked_run_ids, run_letters, significance_marks
 from retrieval.metrics import METRICS, RECALL_CUTOFFS, run_coverage, run_metrics
@@ -177,11 +178,23 @@ def leaderboard_rows(board: dict) -> dict:
 
 def study_facts(study: Study) -> dict:
     """What a label study asks (question, scale with its names, spans, rationale) and where its
-    items came from (source runs, depth, pools); empty for a proxy study."""
+    items came from (source runs, depth, pools); a preference study's schema, design and, when
+    adaptive, each query's progress; empty for a proxy study."""
     if study.kind == Study.Kind.PROXY:
         return {}
     schema = study_schema(study)
-    runs = Run.objects.filter(pk__in=study.parameters.get("runs") or []).select_related("retriever")
+    pooled = Pool.objects.filter(study=study).values_list("runs", flat=True).first()  # runs added later too
+    run_ids = pooled if pooled is not None else study.parameters.get("runs") or []
+    runs = Run.objects.filter(pk__in=run_ids).select_related("retriever")
+    if study.kind == Study.Kind.PREFERENCE:
+        return {
+            **schema,
+            "design": design_of(study),
+            "adaptive": adaptive_progress(study) if is_adaptive(study) else [],
+            "source_runs": list(runs),
+            "depth": study.parameters.get("depth"),
+            "use_pools": study.parameters.get("use_pools"),
+        }
     return {
         "question": schema["question"],
         "scale": schema["scale"],

@@ -11,6 +11,7 @@ from annotation.services import import_judgments
 from jobs.progress import Progress
 from retrieval.errors import InputError
 from retrieval.models import Collection
+from retrieval.services.answers_import import import_answers
 from retrieval.services.external_runs import imported_run_summary
 from retrieval.services.importers import import_beir, import_book, import_relic
 from retrieval.services.qrels_import import import_qrels
@@ -63,3 +64,10 @@ def import_judgments_upload(path: Path, options: dict, progress: Progress) -> di
 def import_trec_run_upload(path: Path, options: dict, progress: Progress) -> dict:
     run = import_trec_run(_collection(options), path, name=options.get("name") or path.stem, progress=progress)
     return imported_run_summary(run)
+
+
+def import_answers_upload(path: Path, options: dict, progress: Progress) -> dict:
+    source = _collection(options) if options.get("collection") else None
+    return import_answers(
+        path, collection_name=options.get("name") or path.stem, queries_from=source, progress=progress
+    )

@@ -136,6 +136,17 @@ register(
         help="qid Q0 docid rank score tag lines from any system: a named run of a collection (default: the file name).",
     )
 )
+register(
+    UploadKind(
+        "answers",
+        "Generated answers (JSONL)",
+        (".jsonl",),
+        importer="console.upload_importers.import_answers_upload",
+        options=("name", "collection"),
+        help="One answer per line {query, system, text}: into an answers collection (default name: the file's), "
+        "one run per system; queries copied from the collection chosen, or the rows' query_text.",
+    )
+)
 
 
 def _suffix_ok(kind: UploadKind, filename: str) -> bool:

@@ -33,6 +33,7 @@ urlpatterns = [
     path("studies/", studies.study_list, name="study_list"),
     path("studies/<id:study_id>/", studies.study_detail, name="study_detail"),
     path("studies/<id:study_id>/train/", studies.study_train, name="study_train"),
+    path("studies/<id:study_id>/pool/extend/", studies.study_extend, name="study_extend"),
     path("studies/<id:study_id>/close/", studies.study_close, name="study_close"),
     path("studies/<id:study_id>/reopen/", studies.study_reopen, name="study_reopen"),
     path("studies/<id:study_id>/delete/", studies.study_delete, name="study_delete"),

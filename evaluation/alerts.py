@@ -68,10 +68,22 @@ def _batch(value) -> int:
     return number
 
 
+def watched(study: Study) -> bool:
+    """Whether agreement thresholds apply: choice and label studies, whose reports carry the
+    agreement detail; a preference study's agreement is pairwise (evaluation.preference_report)."""
+    return study.kind != Study.Kind.PREFERENCE
+
+
 def set_watch(study: Study, **fields) -> AgreementWatch:
     """Set any of `study_threshold`, `annotator_threshold` (numbers in [-1, 1] or None: no
     warning) and `batch_size` (judgments per batch); InputError names a bad field. A lowered or
     removed threshold clears what the last check found under the old one."""
+    if not watched(study):
+        raise InputError(
+            "a preference study reports pairwise agreement and intransitive triples; agreement thresholds "
+            "apply to choice and label studies",
+            field="study",
+        )
     unknown = sorted(set(fields) - {"study_threshold", "annotator_threshold", "batch_size"})
     if unknown:
         raise InputError(f"unknown setting {unknown[0]!r}", field=unknown[0])
@@ -191,6 +203,7 @@ def due_studies() -> list[int]:
     last check: the worker counts them (annotation.selectors.counted_judgments) before checking."""
     return list(
         AgreementWatch.objects.exclude(study_threshold__isnull=True, annotator_threshold__isnull=True)
+        .exclude(study__kind=Study.Kind.PREFERENCE)
         .order_by("study_id")
         .values_list("study_id", flat=True)
     )

@@ -18,7 +18,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from annotation.models import Study
-from evaluation import alerts
+from evaluation import alerts, preference_access
 from evaluation.aggregates import AGGREGATES, LABEL_METHODS, SOURCES
 from evaluation.leaderboard_exports import leaderboard_csv, leaderboard_latex
 from evaluation.reports import (
@@ -303,3 +303,86 @@ class AgreementWatchAPI(APIView):
             raise InputError("send an object of settings", field="body")
         fields = {str(key): request.data[key] for key in request.data}  # a form's last value per key
         return Response(alerts.watch_payload(alerts.set_watch(study, **fields)))
+
+
+# --- preference studies ---------------------------------------------------------------------------
+
+SCORE_PARAMETERS = [
+    OpenApiParameter("model", OpenApiTypes.STR, enum=["bradley-terry", "plackett-luce", "elo"]),
+    OpenApiParameter("alpha", OpenApiTypes.FLOAT, description="choix's regularisation (default 0.01)."),
+    OpenApiParameter("intervals", OpenApiTypes.INT, description="Bootstrap resamples (default 0: no intervals)."),
+    OpenApiParameter("seed", OpenApiTypes.INT, description="The bootstrap's seed (default 0)."),
+]
+
+
+class PreferenceScoresAPI(APIView):
+    """A preference study's scores per query (preference_scores' JSON): `queries` (query external
+    id -> scores, ranking, intervals, wins, comparisons, both_bad), `model`, `alpha`, `intervals`."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(parameters=SCORE_PARAMETERS, responses=OpenApiTypes.OBJECT)
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        return Response(preference_access.scores(study, **preference_access.options_from(request.query_params)))
+
+
+class PreferenceQrelsAPI(APIView):
+    permission_classes = [IsAdminUser]
+    renderer_classes = [PlainTextRenderer, JSONRenderer]
+
+    @extend_schema(
+        parameters=SCORE_PARAMETERS[:2],
+        responses={(200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="qid 0 docid grade")},
+        description="A preference study's ranking as preference qrels: per query the scored passages graded by "
+        "place (best highest), 0 for a passage most answers called 'both bad'.",
+    )
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        lines = preference_access.qrels_lines(study, **preference_access.options_from(request.query_params))
+        return text_download((line + "\n" for line in lines), f"study-{study.pk}-preferences.qrels")
+
+
+class PreferenceComparisonAPI(APIView):
+    """`?runs=1,2[&p=0.95&depth=1000]`: each run's compatibility with the study's preference
+    qrels and Kendall's tau against its human scores, per query and on average."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(
+        parameters=[
+            OpenApiParameter("runs", OpenApiTypes.STR, description="Comma-separated run ids."),
+            OpenApiParameter("p", OpenApiTypes.FLOAT, description="Compatibility's persistence (default 0.95)."),
+            OpenApiParameter("depth", OpenApiTypes.INT, description="Compatibility's depth (default 1000)."),
+            *SCORE_PARAMETERS[:2],
+        ],
+        responses=OpenApiTypes.OBJECT,
+    )
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        params = request.query_params
+        options = {**preference_access.comparison_from(params), **preference_access.options_from(params)}
+        options.pop("resamples", None)
+        options.pop("seed", None)
+        return Response(
+            preference_access.compare(study, preference_access.requested_ids(params.get("runs", "")), **options)
+        )
+
+
+class PreferenceRunAPI(APIView):
+    """POST `{name, model, alpha}`: store the study's human ranking as a run (retriever kind
+    "human") -> 201 with `run_id`, `name`, `queries`, `hits`."""
+
+    permission_classes = [IsAdminUser]
+
+    @extend_schema(request=OpenApiTypes.OBJECT, responses={201: OpenApiTypes.OBJECT})
+    def post(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        data = request.data if isinstance(request.data, dict) else {}
+        name = data.get("name")
+        if name is not None and not isinstance(name, str):
+            raise InputError("must be text", field="name")
+        options = preference_access.options_from({key: data.get(key) for key in ("model", "alpha")})
+        run = preference_access.human_run(study, name or None, **options)
+        body = {"run_id": run.pk, "name": run.name, "queries": run.query_results.count(), "hits": run.hits.count()}
+        return Response(body, status=status.HTTP_201_CREATED)

@@ -29,6 +29,7 @@ from django.utils import timezone
 from django.utils.text import slugify
 
 from annotation.models import ItemCandidate, Study
+from annotation.selectors import pair_sources, pool_summary
 from evaluation.label_report import label_data
 from retrieval.errors import InputError
 from retrieval.models import Collection, Passage, PoolEntry, Query, Run
@@ -141,11 +142,12 @@ def beir_writers(
 
 def pool_provenance(study: Study) -> dict[tuple[str, str], list[dict]]:
     """(query external id, passage external id) -> how the pair entered the study's pool: every
-    source the study recorded when it drew its items (Study.parameters["sources"]: {"run",
-    "rank"}, or a collection pool's position), else the candidate's own source run and rank.
-    The one place bundles read provenance from: a pooling strategy's richer record of each pair
-    (strategy, order, budget) belongs here when studies keep one."""
-    recorded = (study.parameters or {}).get("sources", {})
+    run's rank that pooled it (annotation.selectors.pair_sources: the study's Pool, whatever its
+    strategy) or a collection pool's position; for a study drawn before pools (quotability), the
+    sources it recorded (Study.parameters["sources"]), else the candidate's own source run and
+    rank. The one place bundles read provenance from."""
+    recorded = {str(item): sources for item, sources in pair_sources(study)}
+    recorded = recorded or (study.parameters or {}).get("sources", {})
     provenance: dict[tuple[str, str], list[dict]] = {}
     candidates = (
         ItemCandidate.objects.filter(item__study=study)
@@ -249,7 +251,16 @@ def write_bundle(collection: Collection, qrels: Qrels, directory: str | Path) ->
         "created_at": timezone.now().isoformat(),
         "qrels_details": qrels.details,
         "query_context": list(context) if context else "all",
-        "pool": {"study": study.pk, "name": study.name, "parameters": _study_parameters(study)} if study else None,
+        "pool": (
+            {
+                "study": study.pk,
+                "name": study.name,
+                "parameters": _study_parameters(study),
+                "strategy": pool_summary(study),
+            }
+            if study
+            else None
+        ),
         "files": sorted([*writers, "bundle.json"]),
     }
     writers["bundle.json"] = lambda file: json.dump(metadata, file, indent=2, ensure_ascii=False)

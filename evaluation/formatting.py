@@ -4,7 +4,7 @@ tables, built here from the report's JSON payload."""
 from __future__ import annotations
 
 AGREEMENT_STATISTICS = (
-    ("fleiss_kappa", "Fleiss kappa (category = position shown)", "kappa"),
+    ("fleiss_kappa", "Fleiss kappa (category = the candidate chosen)", "kappa"),
     ("randolph_kappa", "Randolph free-marginal kappa", "kappa"),
     ("all_agree", "All annotators agree", "share"),
     ("none_agree", "No two annotators agree", "share"),
@@ -115,6 +115,69 @@ def method_line(report: dict) -> str:
     )
 
 
+# --- position effect (evaluation.positions) --------------------------------------------------------
+
+POSITION_COLUMNS = {
+    "proxy": [
+        ("place", "position shown"),
+        ("shown", "judgments"),
+        ("chosen", "chosen"),
+        ("rate", "choice rate"),
+        ("expected", "expected"),
+        ("gold_shown", "gold shown here"),
+    ],
+    "selections": [
+        ("place", "position shown"),
+        ("shown", "shown"),
+        ("selected", "selected"),
+        ("rate", "selection rate"),
+    ],
+}
+ORDER_WORDS = {
+    "item": "every annotator saw the item's own order, so position and content go together",
+    "annotator": "each annotator saw an order of their own",
+}
+
+
+def position_rows(report: dict) -> list[dict]:
+    """The position effect's table, one row per place shown (1 = first), for the page and text."""
+    effect = report.get("position_effect")
+    if not effect:
+        return []
+    return [
+        {
+            **row,
+            "place": row["position"] + 1,
+            "rate": format_value(row["rate"]),
+            **({"expected": f"{row['expected']:.1f}"} if "expected" in row else {}),
+        }
+        for row in effect["positions"]
+    ]
+
+
+def position_line(report: dict) -> str | None:
+    """The test of no position effect in words."""
+    effect = report.get("position_effect")
+    if not effect:
+        return None
+    statistic = "n/a" if effect["chi_square"] is None else f"{effect['chi_square']:.2f}"
+    unknown = f"; {effect['order_unknown']} without a recorded order left out" if effect["order_unknown"] else ""
+    return (
+        f"{effect['test']}: chi-square {statistic}, df {effect['df'] if effect['df'] is not None else 'n/a'}, "
+        f"p {format_p_value(effect['p_value'])} over {effect['judgments']} judgments{unknown}; "
+        f"{ORDER_WORDS.get(effect['candidate_order'], effect['candidate_order'])}."
+    )
+
+
+def _position_section(report: dict) -> list[str]:
+    """The text report's position section (none for single-passage label studies)."""
+    effect = report.get("position_effect")
+    if not effect:
+        return []
+    columns = POSITION_COLUMNS["proxy" if report["study"]["kind"] == "proxy" else "selections"]
+    return [_text_table("Choices by position shown", position_rows(report), columns) + "\n" + position_line(report)]
+
+
 def _text_table(title: str, rows: list[dict], columns: list[tuple[str, str]]) -> str:
     header = [label for _, label in columns]
     body = [[str(row[key]) for key, _ in columns] for row in rows]
@@ -175,6 +238,7 @@ def proxy_report_as_text(report: dict) -> str:
             [("item", "item"), ("query", "query"), ("gold", "gold"), ("chosen", "chosen"), ("votes", "votes")],
         ),
     ]
+    sections += _position_section(report)
     sections.append(_text_table("Judges on the same items", proxy_judge_rows(report), PROXY_JUDGE_COLUMNS))
     for run_id, entries in report["error_analysis"]["humans_agree_model_fails"].items():
         sections.append(
@@ -385,6 +449,7 @@ def label_report_as_text(report: dict) -> str:
     quotable = quotable_line(report)
     if quotable:
         sections.append(quotable)
+    sections += _position_section(report)
     sections += [
         _text_table(
             "Annotators",

@@ -25,6 +25,7 @@ from evaluation import label_agreement as stats
 from evaluation.agreement import CONFIDENCE_LEVEL, finite_or_none
 from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import label_judges
+from evaluation.positions import selection_position_effect
 from evaluation.selectors import (
     LabelAnswer,
     ShownCandidate,
@@ -33,6 +34,7 @@ from evaluation.selectors import (
     counted_label_answers,
     gold_outcomes,
     run_scores,
+    shown_answers,
     shown_items,
     span_texts,
 )
@@ -88,9 +90,10 @@ class LabelData:
 
 
 def require_label_study(study: Study) -> None:
-    if study.kind == Study.Kind.PROXY:
+    if study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE):
         raise InputError(
-            f"study {study.pk} is a proxy study; this report covers relevance and quotability studies", field="study"
+            f"study {study.pk} is a {study.kind} study; this report covers relevance and quotability studies",
+            field="study",
         )
 
 
@@ -458,6 +461,8 @@ def label_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "spans": _span_agreement(data),
         "rubric": _rubric_agreement(data),
         "selections": _selection_agreement(data) if data.multi_select else None,
+        # Only a multi-select item shows several candidates to put in an order.
+        "position_effect": selection_position_effect(study, shown_answers(study)) if data.multi_select else None,
         "quotable_share": (
             _quotable_share(data) if study.kind == Study.Kind.QUOTABILITY and not data.multi_select else None
         ),

@@ -94,7 +94,8 @@ def _computed_and_stored(study: Study, model_runs: Sequence[Run], fingerprint: s
         StudyReport.objects.update_or_create(
             study=study, model_runs_key=runs_key(model_runs), defaults={"fingerprint": fingerprint, "payload": payload}
         )
-        alerts.check(study, alerts.figures_from_report(payload))
+        if alerts.watched(study):
+            alerts.check(study, alerts.figures_from_report(payload))
     return payload
 
 

@@ -251,6 +251,41 @@ def run_scores(run: Run, study: Study) -> dict[tuple[int, int], tuple[float, int
 
 
 @dataclass(frozen=True)
+class ShownAnswer:
+    """A counted judgment as the position analysis reads it: how many candidates its item
+    shows, the gold's item position (proxy items; None without one), the item position chosen
+    or selected, and the order the annotator saw (item positions, first shown first; None where
+    not recorded)."""
+
+    candidates: int
+    gold: int | None
+    chosen: tuple[int, ...]
+    shown_order: list[int] | None
+
+
+def shown_answers(study: Study) -> list[ShownAnswer]:
+    """Every counted judgment of the study with what the position analysis needs (see
+    ShownAnswer): two statements, one per item and one per judgment."""
+    items = {
+        item_id: (candidates, None if gold < 0 else gold)
+        for item_id, candidates, gold in Item.objects.filter(study=study, role=Item.Role.WORK)
+        .values("id")
+        .annotate(
+            shown=Count("candidates"),
+            gold=Coalesce(Min("candidates__position", filter=Q(candidates__is_gold=True)), -1),
+        )
+        .values_list("id", "shown", "gold")
+    }
+    rows = counted_judgments(study).order_by().values_list("item_id", "choice__position", "selections", "shown_order")
+    answers = []
+    for item_id, choice, selections, order in rows.iterator(10000):
+        candidates, gold = items[item_id]
+        chosen = (choice,) if choice is not None else tuple(selections or ())
+        answers.append(ShownAnswer(candidates, gold, chosen, order))
+    return answers
+
+
+@dataclass(frozen=True)
 class LabelAnswer:
     """One counted judgment of a label study, as the statistics read it."""
 
@@ -358,6 +393,7 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
             study.label_schema,
             study.context_left,
             study.context_right,
+            study.candidate_order,
         ],
         "judgments": every,
         "revisions": revisions,

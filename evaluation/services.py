@@ -1,11 +1,14 @@
 """Study reports. `study_report` picks the report of the study's kind: proxy studies get
 agreement, human and model accuracy with confidence intervals, paired tests and the item lists
 used for error analysis (RELiC Tables 5 and A4), written here; relevance and quotability
-studies get `evaluation.label_report`. `evaluation.reports.cached_study_report` serves either from
-the cache.
+studies get `evaluation.label_report`, preference studies `evaluation.preference_report`.
+`evaluation.reports.cached_study_report` serves any of them from the cache.
 
-Proxy positions are the 0-based display positions of the candidates; the Fleiss category is the
-position, because every item has its own candidates.
+Proxy positions are the 0-based item positions of the candidates (`ItemCandidate.position`); the
+Fleiss category is the item position, because every item has its own candidates: it names the
+candidate, so annotators who chose the same passage agree even where a study shuffles the order
+per annotator and each saw it elsewhere. Where each saw it is the position effect's business
+(evaluation.positions).
 """
 
 from __future__ import annotations
@@ -23,6 +26,8 @@ from evaluation import agreement
 from evaluation.crowd_report import crowd_sections
 from evaluation.judge_report import proxy_judges
 from evaluation.label_report import label_study_report
+from evaluation.positions import proxy_position_effect
+from evaluation.preference_report import preference_study_report
 from evaluation.reports import cached_study_report
 from evaluation.selectors import (
     ItemLabel,
@@ -36,6 +41,7 @@ from evaluation.selectors import (
     proxy_choices,
     proxy_items,
     run_scores,
+    shown_answers,
     shown_items,
 )
 from jobs.progress import Progress, no_progress
@@ -223,11 +229,12 @@ def _random_section(study: Study, complete_items: int) -> dict:
 def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     """The report of the study's kind, as a JSON-ready dict, saying how many of its judgments
     were revised by their annotators (`revisions`: every figure reads the latest revision)."""
-    report = (
-        proxy_study_report(study, model_runs)
-        if study.kind == Study.Kind.PROXY
-        else label_study_report(study, model_runs)
-    )
+    if study.kind == Study.Kind.PROXY:
+        report = proxy_study_report(study, model_runs)
+    elif study.kind == Study.Kind.PREFERENCE:
+        report = preference_study_report(study, model_runs)
+    else:
+        report = label_study_report(study, model_runs)
     return {**report, "revisions": revision_summary(study)}
 
 
@@ -299,6 +306,7 @@ def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
         "model_accuracy": {run_id: section["accuracy"] for run_id, section in models.items()},
         "models": models,
         "random_baseline": _random_section(study, len(complete)),
+        "position_effect": proxy_position_effect(study, shown_answers(study)),
         "judges": proxy_judges(study, items, votes.item_ids, votes.counts, votes.majority_correct),
         "error_analysis": {
             "unanimous_non_gold": unanimous_non_gold,

@@ -6,6 +6,10 @@ from evaluation.api import (
     AgreementWatchAPI,
     CollectionBundleAPI,
     LeaderboardAPI,
+    PreferenceComparisonAPI,
+    PreferenceQrelsAPI,
+    PreferenceRunAPI,
+    PreferenceScoresAPI,
     RunComparisonAPI,
     StudyAggregateAPI,
     StudyAgreementAPI,
@@ -13,7 +17,13 @@ from evaluation.api import (
     StudyReportAPI,
     StudySoftLabelsAPI,
 )
-from evaluation.views import AgreementWatchForm, RunComparisonPage, StudyReportPage
+from evaluation.views import (
+    AgreementWatchForm,
+    PreferenceScoresPage,
+    RunComparisonPage,
+    StudyReportPage,
+    preference_run,
+)
 
 app_name = "evaluation"
 
@@ -30,4 +40,14 @@ urlpatterns = [
     path("api/collections/<id:collection_id>/leaderboard/", LeaderboardAPI.as_view(), name="api-leaderboard"),
     path("api/collections/<id:collection_id>/bundle/", CollectionBundleAPI.as_view(), name="api-collection-bundle"),
     path("runs/compare/", RunComparisonPage.as_view(), name="run-comparison"),
+    path("studies/<id:study_id>/preferences/", PreferenceScoresPage.as_view(), name="preference-scores"),
+    path("studies/<id:study_id>/preferences/run/", preference_run, name="preference-run"),
+    path("api/studies/<id:study_id>/preferences/", PreferenceScoresAPI.as_view(), name="api-preference-scores"),
+    path("api/studies/<id:study_id>/preferences/qrels/", PreferenceQrelsAPI.as_view(), name="api-preference-qrels"),
+    path(
+        "api/studies/<id:study_id>/preferences/compare/",
+        PreferenceComparisonAPI.as_view(),
+        name="api-preference-compare",
+    ),
+    path("api/studies/<id:study_id>/preferences/run/", PreferenceRunAPI.as_view(), name="api-preference-run"),
 ]

@@ -7,9 +7,10 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.utils.decorators import method_decorator
 from django.views import View
+from django.views.decorators.http import require_POST
 
 from annotation.models import Study
-from evaluation import alerts, charts, crowd_tables, formatting
+from evaluation import alerts, charts, crowd_tables, formatting, preference_access, preference_formatting
 from evaluation.reports import compare_runs, requested_run_ids, resolve_model_runs, study_report_or_job
 from retrieval.access import staff_required
 from retrieval.errors import InputError
@@ -23,7 +24,7 @@ class StudyReportPage(View):
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
         proxy = study.kind == Study.Kind.PROXY
-        template = "evaluation/study_report.html" if proxy else "evaluation/label_report.html"
+        template = REPORT_TEMPLATES.get(study.kind, "evaluation/label_report.html")
         selected = requested_run_ids(request.GET.getlist("model_run"))
         context = {
             "study": study,
@@ -41,10 +42,13 @@ class StudyReportPage(View):
         if job is not None:
             return render(request, template, {**context, "computing": job})
         context["report"] = report
-        context.update(proxy_context(report) if proxy else label_context(report))
-        context.update(
-            competence=crowd_tables.competence_rows(report), agreement_detail=crowd_tables.agreement_tables(report)
-        )
+        if study.kind == Study.Kind.PREFERENCE:
+            context.update(preference_context(report))
+        else:
+            context.update(proxy_context(report) if proxy else label_context(report))
+            context.update(
+                competence=crowd_tables.competence_rows(report), agreement_detail=crowd_tables.agreement_tables(report)
+            )
         return render(request, template, context)
 
 
@@ -64,6 +68,81 @@ class AgreementWatchForm(View):
         return redirect(f"{target}#agreement-watch")
 
 
+REPORT_TEMPLATES = {
+    Study.Kind.PROXY: "evaluation/study_report.html",
+    Study.Kind.PREFERENCE: "evaluation/preference_report.html",
+}
+
+
+def preference_context(report: dict) -> dict:
+    return {
+        "summary": preference_formatting.preference_summary_line(report),
+        "agreement_rows": preference_formatting.agreement_rows(report),
+        "intransitivity_rows": preference_formatting.intransitivity_rows(report),
+        "model_rows": preference_formatting.model_rows(report),
+        "judge_rows": preference_formatting.judge_rows(report),
+        "system_rows": preference_formatting.system_rows(report),
+        "query_tables": preference_formatting.query_tables(report),
+    }
+
+
+@method_decorator(staff_required, name="dispatch")
+class PreferenceScoresPage(View):
+    """A preference study's scores per query with their intervals (`?model=&alpha=&intervals=`),
+    runs compared with the human ranking (`&runs=1,2&p=0.95&depth=10`: compatibility and
+    Kendall's tau), and the form that stores the human ranking as a run."""
+
+    def get(self, request, study_id):
+        study = get_object_or_404(Study, pk=study_id)
+        params = request.GET
+        context = {
+            "study": study,
+            "runs": Run.objects.filter(collection=study.collection, status=Run.Status.DONE)
+            .select_related("retriever")
+            .order_by("pk"),
+            "params": {key: params.get(key, "") for key in ("model", "alpha", "intervals", "runs", "p", "depth")},
+        }
+        try:
+            options = preference_access.options_from(params)
+            report = preference_access.scores(study, **options)
+            compared = None
+            run_ids = preference_access.requested_ids(",".join(params.getlist("runs")))
+            if run_ids:
+                options.pop("resamples", None)
+                options.pop("seed", None)
+                compared = preference_access.compare(
+                    study,
+                    run_ids,
+                    **preference_access.comparison_from(params),
+                    **options,
+                )
+        except InputError as exc:
+            return render(request, "evaluation/preference_scores.html", {**context, "error": str(exc)}, status=400)
+        context.update(
+            report=report,
+            query_tables=preference_formatting.query_tables(report),
+            system_rows=preference_formatting.system_rows(report),
+            compared=compared,
+            model_rows=preference_formatting.model_rows({"models": compared["runs"]}) if compared else [],
+        )
+        return render(request, "evaluation/preference_scores.html", context)
+
+
+@staff_required
+@require_POST
+def preference_run(request, study_id):
+    """Store the study's human ranking as a run, then show that run's page."""
+    study = get_object_or_404(Study, pk=study_id)
+    try:
+        options = preference_access.options_from(request.POST)
+        run = preference_access.human_run(study, request.POST.get("name", "").strip() or None, **options)
+    except InputError as exc:
+        messages.error(request, f"No run stored: {exc}.")
+        return redirect("evaluation:preference-scores", study_id=study.pk)
+    messages.success(request, f"The human ranking is run {run.pk}, “{run.name}”.")
+    return redirect("run_page", run_id=run.pk)
+
+
 def proxy_context(report: dict) -> dict:
     return {
         "summary": formatting.summary_line(report),
@@ -78,6 +157,8 @@ def proxy_context(report: dict) -> dict:
         },
         "chart": charts.bar_chart_svg(charts.accuracy_bars(report), "Accuracy with 95% intervals"),
         "judge_rows": formatting.proxy_judge_rows(report),
+        "position_rows": formatting.position_rows(report),
+        "position_line": formatting.position_line(report),
     }
 
 
@@ -92,6 +173,8 @@ def label_context(report: dict) -> dict:
         "aggregate_rows": formatting.aggregate_rows(report),
         "judge_rows": formatting.label_judge_rows(report),
         "judge_confusions": formatting.judge_confusions(report),
+        "position_rows": formatting.position_rows(report),
+        "position_line": formatting.position_line(report),
         "distribution_chart": charts.bar_chart_svg(charts.label_distribution_bars(report), "Share of labels given"),
         "agreement_chart": (
             charts.bar_chart_svg(agreement_bars, "Annotators' agreement with the majority label")

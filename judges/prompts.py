@@ -3,9 +3,9 @@
 The payload comes from `annotation.selectors.shown_item`, the builder behind the annotator page
 and API, so no gold flag, provenance or external id can reach a judge unless it reaches an
 annotator too. The wording lives in plain-text templates a researcher can read and change
-(`judges/prompts/{proxy,relevance,quotability}.txt`, or MARGINALIA_JUDGE_PROMPTS_DIR), with
-`$guidelines`, `$question`, `$scale`, `$query`, `$candidates`, `$count`, `$passage` and `$title`
-filled in. A prompt's hash covers the messages as sent, so editing a template asks again.
+(`judges/prompts/{proxy,relevance,quotability,preference}.txt`, or MARGINALIA_JUDGE_PROMPTS_DIR),
+with `$guidelines`, `$question`, `$scale`, `$query`, `$candidates`, `$count`, `$passage`, `$title`
+and (preference) `$answers` filled in. A prompt's hash covers the messages as sent, so editing a template asks again.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ class Prompt:
     """The chat messages sent to a judge, and what its answer may be."""
 
     messages: tuple[dict, ...]
-    kind: str  # proxy | relevance | quotability | score
-    options: tuple[int, ...]  # proxy: display positions; labels: scale values; score: 0..10
+    kind: str  # proxy | relevance | quotability | preference | score
+    options: tuple[int, ...]  # proxy, preference: display positions; labels: scale values; score: 0..10
     value_labels: tuple[tuple[int, str], ...] = ()
+    words: tuple[str, ...] = ()  # preference: the answers besides a position ("tie", "both_bad")
 
     @property
     def hash(self) -> str:
@@ -89,6 +90,11 @@ def _passage(candidate: dict) -> str:
     return f"{candidate['title']}\n{candidate['text']}" if candidate.get("title") else candidate["text"]
 
 
+def _numbered(candidates: list[dict]) -> str:
+    """The candidates as the prompt lists them: "1. text", in display order, a blank line apart."""
+    return "\n\n".join(f"{number}. {_passage(candidate)}" for number, candidate in enumerate(candidates, start=1))
+
+
 def item_prompt(item: Item) -> Prompt:
     """The prompt for one study item, from the annotator's payload of it."""
     payload = shown_item(item)
@@ -100,13 +106,13 @@ def item_prompt(item: Item) -> Prompt:
             {
                 "guidelines": guidelines,
                 "query": shown_query(payload),
-                "candidates": "\n\n".join(
-                    f"{number}. {_passage(candidate)}" for number, candidate in enumerate(candidates, start=1)
-                ),
+                "candidates": _numbered(candidates),
                 "count": str(len(candidates)),
             },
         )
         return Prompt(({"role": "user", "content": text},), "proxy", tuple(c["position"] for c in candidates))
+    if payload["kind"] == Study.Kind.PREFERENCE:
+        return _preference_prompt(payload, guidelines)
     if payload["multi_select"]:
         raise InputError(
             f"study {payload['study']} asks for several selections per item; judges answer one label per item",
@@ -129,6 +135,34 @@ def item_prompt(item: Item) -> Prompt:
         payload["kind"],
         tuple(entry["value"] for entry in values),
         tuple((entry["value"], entry["label"]) for entry in values),
+    )
+
+
+def _preference_prompt(payload: dict, guidelines: str) -> Prompt:
+    """A pair of candidates, numbered as shown, with the answers the study allows (a list is
+    not asked: judges answer pairs)."""
+    task, candidates = payload["preference"], payload["candidates"]
+    if task["shape"] != "pairwise":
+        raise InputError(
+            f"study {payload['study']} asks to order lists; judges answer pairwise preference items", field="study"
+        )
+    words = tuple(word for word, allowed in (("tie", task["ties"]), ("both_bad", task["bad"])) if allowed)
+    spoken = ["1 or 2 (the better passage)"]
+    spoken += ["tie (equally good)"] if task["ties"] else []
+    spoken += ["both bad (neither answers the query)"] if task["bad"] else []
+    text = _fill(
+        "preference",
+        {
+            "guidelines": guidelines,
+            "query": shown_query(payload),
+            "candidates": _numbered(candidates),
+            "count": str(len(candidates)),
+            "question": task["question"],
+            "answers": ", ".join(spoken[:-1]) + " or " + spoken[-1] if len(spoken) > 1 else spoken[0],
+        },
+    )
+    return Prompt(
+        ({"role": "user", "content": text},), "preference", tuple(c["position"] for c in candidates), words=words
     )
 
 

@@ -164,8 +164,9 @@ def _run_hash(run: Run, item: Item, passage_ids: Sequence[int]) -> str:
 
 
 def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
-    """A run's scores as answers: for a proxy item its highest-scoring shown candidate (ties go
-    to the candidate it ranked higher), for a label item the score of the passage shown."""
+    """A run's scores as answers: for a proxy or preference item its highest-scoring shown
+    candidate (ties go to the candidate it ranked higher), for a label item the score of the
+    passage shown."""
     answers = []
     for item in items:
         candidates = list(item.candidates.order_by("position").values_list("position", "passage_id"))
@@ -177,7 +178,7 @@ def run_answers(run: Run, items: Sequence[Item]) -> list[JudgeAnswer]:
         }
         shown = [(position, scores[passage_id]) for position, passage_id in candidates if passage_id in scores]
         parsed, reason = None, f"run {run.pk} stored no score for the passage(s) shown"
-        if shown and item.study.kind == Study.Kind.PROXY:
+        if shown and item.study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE):
             parsed, reason = {"position": max(shown, key=lambda entry: (entry[1][0], -entry[1][1]))[0]}, ""
         elif shown and candidates[0][1] in scores:
             parsed, reason = {"score": scores[candidates[0][1]][0]}, ""

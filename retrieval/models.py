@@ -14,6 +14,7 @@ class Collection(models.Model):
         BOOK = "book", "Book (sentences and windows)"
         RELIC = "relic", "RELiC books with scholarly contexts"
         BEIR = "beir", "BEIR documents"
+        ANSWERS = "answers", "Generated answers (one run per system)"
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)
@@ -146,6 +147,7 @@ class Retriever(models.Model):
         BM25 = "bm25", "BM25 (Okapi)"
         DENSE = "dense", "Dense (sentence-transformers)"
         IMPORTED = "imported", "Imported (a ranking made elsewhere)"
+        HUMAN = "human", "Human ranking (a preference study's scores)"
 
     name = models.CharField(max_length=200, unique=True)
     kind = models.CharField(max_length=20, choices=Kind.choices)

@@ -14,7 +14,8 @@ os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 PROJECT_ROOT = Path(__file__).resolve().parents[1]
-SHARED_DATA = PROJECT_ROOT.parent / "shared" / "data"
+# Beside the project (CI, the main checkout); MARGINALIA_SHARED_DATA names it elsewhere (a worktree).
+SHARED_DATA = Path(os.environ.get("MARGINALIA_SHARED_DATA") or PROJECT_ROOT.parent / "shared" / "data")
 # Redis + Celery worker fixtures (redis_url, platform, worker) for tests of real background work.
 pytest_plugins = ["tests.live_platform"]
 

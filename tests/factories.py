@@ -787,3 +787,27 @@ def make_webhook(url: str, secret: str, **fields) -> Webhook:
     before them, or one whose URL no test may resolve), with its secret sealed as registration
     seals it."""
     return Webhook.objects.create(url=url, sealed_secret=seal(secret), secret_hint=hint(secret), **fields)
+
+
+# --- preference studies (tests/annotation/test_preference_*.py, tests/evaluation/test_preference_*.py) ----
+
+
+def make_preference_collection(n_queries: int = 2, n_passages: int = 6) -> tuple[Collection, Run]:
+    """BEIR-style passages d0.. and queries q0..; one finished run ranking every passage for every
+    query (d0 first), so a study of depth n pools d0..d{n-1}."""
+    collection = make_label_collection(n_queries, n_passages)
+    passages = list(collection.passages.order_by("ordinal"))
+    run = make_scored_run(
+        collection,
+        {query: {p: float(n_passages - i) for i, p in enumerate(passages)} for query in collection.queries.all()},
+    )
+    return collection, run
+
+
+def make_preference_study(*, n_queries: int = 2, n_passages: int = 6, depth: int | None = None, **settings) -> Study:
+    """A preference study built through create_preference_study on make_preference_collection."""
+    from annotation.services import create_preference_study
+
+    collection, run = make_preference_collection(n_queries, n_passages)
+    settings.setdefault("name", f"preference-{next(_sequence)}")
+    return create_preference_study(collection=collection, runs=[run], depth=depth or n_passages, **settings).study

@@ -8,10 +8,12 @@ answer they just gave, and read more of the book around a candidate.
 - Undo: within MARGINALIA_UNDO_SECONDS of submitting, the annotator's latest judgment in the
   study is withdrawn and its claim reopened for them alone (its slot never goes back to the
   queue, so nobody else can take it meanwhile), as long as nobody else has seen the answer yet:
-  no peer review drawn, not voided, the item not adjudicated, never revised (revisions.py keeps
-  a revised answer's history, which a deletion would lose). The claim they took on the next
-  item is returned to the queue. Afterwards only a recorded revision may change the answer,
-  where the study allows it.
+  no peer review drawn, not voided, the item not adjudicated, (adaptive preference studies) no
+  new pairs chosen from it, never revised (revisions.py keeps a revised answer's history, which a
+  deletion would lose), and as long as the annotator has not skipped an item since (a skip is
+  their next decision: the answer before it is settled, and the page stops offering it). The
+  claim they took on the next item is returned to the queue. Afterwards only a recorded revision
+  may change the answer, where the study allows it.
 - More context: for studies that allow it, the sentences before and after a candidate of the
   item the annotator holds, read from the candidate's book.
 
@@ -32,7 +34,17 @@ from django.utils import timezone
 from retrieval.errors import InputError
 from retrieval.models import Sentence
 
-from ..models import Adjudication, Assignment, Item, ItemCandidate, ItemFlag, Judgment, PeerReview, Study
+from ..models import (
+    Adjudication,
+    Assignment,
+    Item,
+    ItemCandidate,
+    ItemFlag,
+    Judgment,
+    PeerReview,
+    PreferenceQuery,
+    Study,
+)
 from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal
 
 MAX_FLAG_REASON = 2000
@@ -162,12 +174,26 @@ def _undo_refusal(study: Study, judgment: Judgment, now: datetime) -> str | None
         return "this answer holds no claim to reopen"
     if judgment.revision > 1:
         return "you revised this answer; its earlier versions are kept, so it can no longer be taken back"
+    if Assignment.objects.filter(
+        item__study=study,
+        annotator_id=judgment.annotator_id,
+        state=Assignment.State.SKIPPED,
+        claimed_at__gt=judgment.submitted_at,
+    ).exists():
+        return "you skipped an item since; this answer is final"
     if (
         judgment.voided
         or PeerReview.objects.filter(judgment=judgment).exists()
         or Adjudication.objects.filter(item_id=judgment.item_id).exists()
     ):
         return "someone else has already seen this answer; it is final"
+    if (
+        study.kind == Study.Kind.PREFERENCE
+        and PreferenceQuery.objects.filter(
+            study=study, query_id=judgment.item.query_id, moved_at__gte=judgment.submitted_at
+        ).exists()
+    ):
+        return "this answer already chose the next pairs to compare (or ended the query); it is final"
     return None
 
 

@@ -2,9 +2,14 @@
 
 One JSON object per line: `{"item": id, "annotator": name, "choice": passage external id}` for
 proxy studies; for label studies `"label": value` (or, multi-select, `"selections": [display
-positions]`) with `"spans"`, `"rubric"` and `"rationale"` as the study's schema asks; optionally
-`"seconds"`. Every answer goes through labels.validate_answer, like a web submission. Other keys
-are ignored, so the jsonl that /api/judgments/ exports can be read back.
+positions]`) with `"spans"`, `"rubric"` and `"rationale"` as the study's schema asks; for
+preference studies `"preferred"`: the external id of the passage preferred, "tie" or "both_bad"
+(pairs), or `"ranking"`: the item's passage external ids best first, a list of ids in place of
+one id for passages tied, or "both_bad" (lists; pairs may use it too), or the exported `"label"`
+(display positions); optionally `"seconds"`, and `"shown_order"` (the item positions in the
+order the annotator saw them, as the export writes it; absent or null: not recorded). Every
+answer goes through labels.validate_answer, like a web submission. Other keys are ignored, so
+the jsonl that /api/judgments/ exports can be read back.
 
 All or nothing: the first bad row rejects the whole file (InputError naming the file, line and
 field) and nothing is written. A row identical to a judgment already stored (same item,
@@ -37,7 +42,10 @@ from retrieval.input_rules import read_jsonl
 from retrieval.planner import refresh_statistics
 
 from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study, StudyBlock
+from ..preference_schema import BOTH_BAD, TIE
 from .labels import Answer, validate_answer
+from .pools import settle_completed
+from .preference_scheduling import advance_queries
 from .queue import clamp_seconds
 
 # The keys of a row that make up a label study's answer (validate_answer's arguments).
@@ -66,6 +74,7 @@ class _Row:
     annotator: str
     answer: Answer
     seconds: float | None
+    shown_order: list[int] | None
 
 
 def import_judgments(study: Study, path: str | Path) -> ImportResult:
@@ -92,6 +101,9 @@ def import_judgments(study: Study, path: str | Path) -> ImportResult:
         users = _existing_users(names)
         _refuse_borrowed_identities(study, new_rows, users, str(path))
         _write(study, new_rows, _with_new_users(names, users), str(path))
+        settle_completed(study)  # an adaptive pool decides the items the file completed
+        # An adaptive preference study chooses its next pairs from these answers too.
+        advance_queries(study, {row.item.query_id for row in new_rows})
     return ImportResult(imported=len(new_rows), rejected=len(rows) - len(new_rows))
 
 
@@ -112,7 +124,6 @@ def _items_with_candidates(study: Study) -> dict[int, tuple[Item, dict[str, Item
 def _parse(study: Study, items, path: Path) -> list[_Row]:
     """The file's rows, read under the project's input rules (retrieval.input_rules)."""
     rows, seen, file = [], {}, str(path)
-    proxy = study.kind == Study.Kind.PROXY
     for line_number, data in read_jsonl(path):
 
         def bad(message, field=None, line_number=line_number):
@@ -136,10 +147,19 @@ def _parse(study: Study, items, path: Path) -> list[_Row]:
             )
         seen[item_id, annotator] = line_number
         try:
-            answer = validate_answer(study, item, **_answer_parts(proxy, data, candidates))
+            answer = validate_answer(study, item, **_answer_parts(study.kind, data, candidates))
         except InputError as exc:
             raise bad(exc.message, exc.field) from exc
-        rows.append(_Row(line_number, item, annotator, answer, _seconds(data.get("seconds"), bad)))
+        rows.append(
+            _Row(
+                line_number,
+                item,
+                annotator,
+                answer,
+                _seconds(data.get("seconds"), bad),
+                _shown_order(data.get("shown_order"), len(candidates), bad),
+            )
+        )
     if not rows:
         raise InputError("the file has no judgments", file=file)
     return rows
@@ -165,15 +185,67 @@ def _seconds(value, bad) -> float | None:
     return clamp_seconds(value)
 
 
-def _answer_parts(proxy: bool, data: dict, candidates: dict[str, ItemCandidate]) -> dict:
-    """validate_answer's arguments from a row: the chosen passage's candidate (proxy), else the
-    label parts (absent keys are simply not given)."""
-    if proxy:
-        external_id = data.get("choice")
-        if not isinstance(external_id, str) or external_id not in candidates:
-            raise InputError(f"{external_id!r} is not one of the item's candidates", field="choice")
-        return {"candidate": candidates[external_id]}
+def _shown_order(value, candidates: int, bad) -> list[int] | None:
+    """A recorded presentation order: every item position of the item's candidates once."""
+    if value is None:
+        return None
+    if (
+        not isinstance(value, list)
+        or any(isinstance(position, bool) or not isinstance(position, int) for position in value)
+        or sorted(value) != list(range(candidates))
+    ):
+        raise bad(f"must list the item's candidate positions 0..{candidates - 1}, each once", "shown_order")
+    return value
+
+
+def _answer_parts(kind: str, data: dict, candidates: dict[str, ItemCandidate]) -> dict:
+    """validate_answer's arguments from a row: the chosen passage's candidate (proxy), the
+    preference in display positions (preference), else the label parts (absent keys are simply
+    not given)."""
+    if kind == Study.Kind.PROXY:
+        return {"candidate": _candidate(data.get("choice"), candidates, "choice")}
+    if kind == Study.Kind.PREFERENCE:
+        return _preference_parts(data, candidates)
     return {**{key: data[key] for key in LABEL_KEYS if key in data}, "shown": list(candidates.values())}
+
+
+def _candidate(external_id, candidates: dict[str, ItemCandidate], field: str) -> ItemCandidate:
+    if not isinstance(external_id, str) or external_id not in candidates:
+        raise InputError(f"{external_id!r} is not one of the item's candidates", field=field)
+    return candidates[external_id]
+
+
+def _preference_parts(data: dict, candidates: dict[str, ItemCandidate]) -> dict:
+    """A preference row: `preferred` (an external id, "tie" or "both_bad"), `ranking` (external
+    ids best first, tied ones as a list, or "both_bad") or an exported `label`, as the display
+    positions validate_answer reads."""
+    shown = list(candidates.values())
+    given = [key for key in ("preferred", "ranking") if key in data]
+    if len(given) > 1:
+        raise InputError("give either 'preferred' (pairs) or 'ranking' (lists), not both", field="preferred")
+    if not given:
+        return {"label": _exported_answer(data.get("label")), "shown": shown}
+    key, value = given[0], data[given[0]]
+    if value == BOTH_BAD or (key == "preferred" and value == TIE):
+        return {"label": value, "shown": shown}
+    if key == "preferred":
+        return {"candidate": _candidate(value, candidates, "preferred"), "shown": shown}
+    if not isinstance(value, list):
+        raise InputError("must be a list of the item's passage ids, best first, or 'both_bad'", field="ranking")
+    groups = []
+    for entry in value:
+        members = entry if isinstance(entry, list) else [entry]
+        groups.append([_candidate(external_id, candidates, "ranking").position for external_id in members])
+    return {"label": {"ranking": groups}, "shown": shown}
+
+
+def _exported_answer(label):
+    """An exported preference label ({"order": ...} or {"both_bad": true}) as an answer."""
+    if isinstance(label, dict) and label.get(BOTH_BAD) is True:
+        return BOTH_BAD
+    if isinstance(label, dict) and isinstance(label.get("order"), list):
+        return {"ranking": label["order"]}
+    raise InputError("give 'preferred' (pairs) or 'ranking' (lists)", field="preferred")
 
 
 def _comparable(*, choice, label, spans, rubric, rationale, selections) -> str:
@@ -306,6 +378,7 @@ def _place(study: Study, rows: list[_Row], live: list[Assignment], users: dict, 
                 assignment=assignment,
                 **row.answer.judgment_fields(),
                 seconds=row.seconds,
+                shown_order=row.shown_order,
                 source=Judgment.Source.IMPORT,
             )
         )

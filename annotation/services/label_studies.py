@@ -1,11 +1,12 @@
 """Creating studies of the label kinds: relevance and quotability.
 
 Relevance (PlotRetrieval's annotation, LitSearch, BIRCO): one item per (query, passage) pair. The
-pairs are the union of the chosen runs' top-`depth` hits and, with `use_pools`, every passage of
-the query's own pool; a passage that several sources found is ONE item (deduplicated by passage).
-The item's candidate keeps the best source for staff (lowest rank; on a tie the run listed
-first) in `source_run`/`source_rank`; every source of every item is kept in
-`Study.parameters["sources"]` (item id -> [{"run": id, "rank": r} | {"pool": position}]).
+candidate pairs are the union of the chosen runs' top-`depth` hits and, with `use_pools`, every
+passage of the query's own pool; a passage that several sources found is ONE pair (deduplicated
+by passage). Which of them are judged is the pool's strategy (`pool`: depth, rrf, rbp, mtf) under
+its budget (services/pools.py, annotation/pooling.py); the study's `Pool` keeps every candidate
+pair with every source that found it. The item's candidate keeps the best source for staff
+(lowest rank; on a tie the run listed first) in `source_run`/`source_rank`.
 
 Quotability (the quote-recommendation paper): the context (article title in the query's
 metadata, left context) with one source paragraph, asking whether it holds an excerpt worth
@@ -35,6 +36,7 @@ from retrieval.models import Collection, Hit, Passage, PoolEntry, Qrel, Query, R
 
 from ..models import Item, ItemCandidate, Study
 from .labels import study_schema, validate_schema
+from .pools import MAX_ITEMS, MAX_POOL_PAIRS, PoolSettings, create_pooled_study
 from .studies import (
     MIN_CANDIDATES,
     PlannedItem,
@@ -47,7 +49,6 @@ from .studies import (
 )
 
 MAX_DEPTH = 1000
-MAX_ITEMS = 20_000
 # The pilot shows every paragraph of a source at once; more than this is no longer one screen.
 MAX_MULTI_SELECT_CANDIDATES = 50
 QUOTABILITY_SELECTIONS = ("top_non_gold", "top_k")
@@ -63,6 +64,12 @@ def create_relevance_study(
     use_pools: bool = False,
     queries: Sequence[str] | None = None,
     n_queries: int | None = None,
+    pool: str = "depth",
+    budget: int | None = None,
+    budget_per_query: int | None = None,
+    rrf_k: int = 60,
+    rbp_p: float = 0.8,
+    lookahead: int = 1,
     label_schema: dict | None = None,
     judgments_per_item: int = 3,
     seed: int = 0,
@@ -76,9 +83,13 @@ def create_relevance_study(
     progress: Progress = no_progress,
 ) -> StudyCreation:
     """A relevance study over the pooled (query, passage) pairs of `runs` (top `depth`) and, with
-    `use_pools`, the queries' own pools. `queries` limits it to those external ids; `n_queries`
-    takes that many of them (seeded) that have at least one pair. One transaction; InputError
-    names the offending field."""
+    `use_pools`, the queries' own pools, judged as the `pool` strategy chooses under the budget
+    (judged pairs in all, `budget`, and per query, `budget_per_query`; `rrf_k` and `rbp_p` are
+    the fusions' parameters, `lookahead` move-to-front's open items). `queries` limits it to
+    those external ids; `n_queries` takes that many of them (seeded) that have at least one pair.
+    One transaction; InputError names the offending field."""
+    settings = PoolSettings(pool, budget, budget_per_query, rrf_k, rbp_p, lookahead)
+    settings.validate(use_pools=use_pools)
     runs = _distinct_runs(runs)
     schema = validate_schema(label_schema, kind=Study.Kind.RELEVANCE)
     if schema["multi_select"]:
@@ -124,15 +135,28 @@ def create_relevance_study(
             return [], "no passage in the runs' top hits" + (" nor in its pool" if use_pools else "")
         return list(found.values()), ""
 
-    planned, skipped = _plan_queries(candidates, plan, n_queries, progress)
+    # Without a budget every candidate pair may become an item.
+    limit = MAX_ITEMS if settings.budget is None else MAX_POOL_PAIRS
+    planned, skipped = _plan_queries(candidates, plan, n_queries, progress, limit=limit)
     parameters = {
         "runs": [run.pk for run in runs],
         "depth": depth,
         "use_pools": use_pools,
         "queries": list(queries) if queries is not None else None,
         "n_queries": n_queries,
+        **settings.parameters(),
     }
-    return _create(Study.Kind.RELEVANCE, fields, annotators, planned, skipped, parameters, progress)
+    return create_pooled_study(
+        planned,
+        skipped,
+        settings=settings,
+        runs=runs,
+        depth=depth,
+        annotators=annotators,
+        parameters=parameters,
+        fields=fields,
+        progress=progress,
+    )
 
 
 def create_quotability_study(
@@ -211,9 +235,9 @@ def qrel_label(item: Item):
     scale any positive relevance is 1 and any other 0. No qrel for the pair: None (unjudged is
     not "not relevant"). Multi-select: the positions of the candidates with positive relevance,
     when the query has qrels at all."""
-    schema = study_schema(item.study)
-    if item.study.kind == Study.Kind.PROXY:
+    if item.study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE):
         return None
+    schema = study_schema(item.study)
     relevance = dict(Qrel.objects.filter(query=item.query).values_list("passage_id", "relevance"))
     if schema["multi_select"]:
         if not relevance:
@@ -308,9 +332,9 @@ def _selected_queries(collection: Collection, external_ids: Sequence[str] | None
     return sorted(found.values(), key=lambda query: (query.ordinal, query.pk))
 
 
-def _plan_queries(queries: list[Query], plan, n_queries: int | None, progress: Progress):
+def _plan_queries(queries: list[Query], plan, n_queries: int | None, progress: Progress, limit: int = MAX_ITEMS):
     """Visit the queries in their (seeded) order until `n_queries` of them give items; a query
-    that gives none is skipped and reported."""
+    that gives none is skipped and reported. More than `limit` planned items is refused."""
     planned: list[PlannedItem] = []
     skipped: list[SkippedQuery] = []
     used = 0
@@ -325,8 +349,9 @@ def _plan_queries(queries: list[Query], plan, n_queries: int | None, progress: P
         else:
             skipped.append(SkippedQuery(query.external_id, reason))
         progress(used / max(target, 1), f"{used} of {target} queries planned")
-        if len(planned) > MAX_ITEMS:
-            raise InputError(f"more than {MAX_ITEMS} items; choose fewer queries or a smaller depth", field="depth")
+        if len(planned) > limit:
+            what = "items" if limit == MAX_ITEMS else "pairs in the pool"
+            raise InputError(f"more than {limit} {what}; choose fewer queries or a smaller depth", field="depth")
     if not planned:
         raise no_item_error("no query", skipped, field="queries")
     return planned, skipped

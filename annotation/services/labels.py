@@ -21,6 +21,7 @@ from retrieval.input_rules import parse_integer
 from ..label_schema import default_schema, matches_expected, study_schema, validate_schema
 from ..models import Item, ItemCandidate, Study
 from ..selectors import span_target_text
+from .preference_answers import validate_preference_answer
 
 MAX_RATIONALE_CHARS = 10_000
 MAX_SPANS = 50
@@ -42,7 +43,7 @@ class Answer:
     """A validated answer, field for field what a Judgment (or QualificationAnswer) stores."""
 
     choice: ItemCandidate | None = None
-    label: int | None = None
+    label: int | dict | None = None  # a scale value, or a preference answer (annotation/preference_schema.py)
     spans: list[dict] = field(default_factory=list)
     rubric: dict[str, int] = field(default_factory=dict)
     rationale: str = ""
@@ -81,13 +82,21 @@ def validate_answer(
     has them (an import reads every item's at once); otherwise they are read here.
 
     Proxy: one candidate (the ItemCandidate or its display position); nothing else.
+    Preference: the preferred candidate of a pair, or the label of a tie, "both bad" or a
+    list's ranking (services/preference_answers.py).
     Label kinds: a label from the schema's values (an int, or its digits as text from a form),
     unless the schema is multi-select, where `selections` lists the chosen display positions
     (possibly none); spans, rubric and rationale as the schema allows or requires.
     """
     if study.kind == Study.Kind.PROXY:
         _refuse_extras(label=label, spans=spans, rubric=rubric, rationale=rationale, selections=selections)
-        return Answer(choice=_proxy_choice(item, candidate, position))
+        return Answer(choice=_proxy_choice(item, candidate, position, shown))
+    if study.kind == Study.Kind.PREFERENCE:
+        extras = {"spans": spans, "rubric": rubric, "rationale": rationale, "selections": selections}
+        choice, answer = validate_preference_answer(
+            study, item, candidate=candidate, position=position, label=label, extras=extras, shown=shown
+        )
+        return Answer(choice=choice, label=answer)
     if candidate is not None or position is not None:
         raise InputError("this study takes a label, not a chosen candidate", field="position")
     schema = study_schema(study)
@@ -111,9 +120,11 @@ def validate_answer(
 def validate_expected(study: Study, item: Item, expected):
     """A gold or qualification item's known answer in the form `is_correct` compares: a label
     from the schema's values, or (multi-select) the sorted list of the right positions."""
-    schema = study_schema(study)
     if study.kind == Study.Kind.PROXY:
         raise InputError("proxy items know their answer through the gold candidate", field="expected_label")
+    if study.kind == Study.Kind.PREFERENCE:
+        raise InputError("preference items have no known answer to check annotators against", field="expected_label")
+    schema = study_schema(study)
     if schema["multi_select"]:
         return _selections(item, expected, field_name="expected_label")
     return _integer_in(expected, schema["values"], "expected_label")
@@ -142,7 +153,9 @@ def _refuse_extras(**parts) -> None:
             raise InputError("a proxy study takes only the chosen candidate", field=name)
 
 
-def _proxy_choice(item: Item, candidate: ItemCandidate | None, position) -> ItemCandidate:
+def _proxy_choice(
+    item: Item, candidate: ItemCandidate | None, position, shown: Sequence[ItemCandidate] | None
+) -> ItemCandidate:
     if candidate is None and position is None:
         raise InputError("choose one of the candidates", field="position")
     if candidate is not None:
@@ -150,7 +163,10 @@ def _proxy_choice(item: Item, candidate: ItemCandidate | None, position) -> Item
             raise InputError("that candidate is not one of this item's", field="candidate")
         return candidate
     index = _integer(position, "position")
-    found = ItemCandidate.objects.filter(item=item, position=index).first()
+    if shown is not None:
+        found = next((option for option in shown if option.position == index), None)
+    else:
+        found = ItemCandidate.objects.filter(item=item, position=index).first()
     if found is None:
         raise InputError(f"this item has no candidate at position {index}", field="position")
     return found

@@ -50,13 +50,15 @@ def delete_study(study: Study, *, confirm_name: str) -> dict:
 
 def studies_depending_on(instance: Collection | Run) -> list[str]:
     """Reasons, one per study, that `instance` must stay: the study is built on the collection,
-    or draws its negatives from the run, or shows candidates the run found."""
+    or draws its negatives from the run, shows candidates the run found or pools its ranking."""
     if isinstance(instance, Collection):
         studies = Study.objects.filter(collection=instance)
         how = "is built on it"
     else:
-        studies = Study.objects.filter(negatives_run=instance) | Study.objects.filter(
-            items__candidates__source_run=instance
+        studies = (
+            Study.objects.filter(negatives_run=instance)
+            | Study.objects.filter(items__candidates__source_run=instance)
+            | Study.objects.filter(pool__pairs__hits__run=instance)
         )
         how = "uses its rankings"
     return [f"study {study.name!r} {how}" for study in studies.distinct().order_by("name")]

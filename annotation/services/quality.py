@@ -87,6 +87,12 @@ def share_of(rate: float, count: int) -> int:
 # --- items with known answers ------------------------------------------------------------------
 
 
+def _refuse_preference(study: Study, what: str) -> None:
+    """Preference answers have no right answer to check or decide: refuse the actions that need one."""
+    if study.kind == Study.Kind.PREFERENCE:
+        raise InputError(f"study {study.pk} is a preference study: {what}", field="study")
+
+
 def designate_items(
     study: Study,
     role: str,
@@ -107,6 +113,7 @@ def designate_items(
     """
     if role not in DESIGNATABLE_ROLES:
         raise InputError(f"must be one of {', '.join(DESIGNATABLE_ROLES)}, got {role!r}", field="role")
+    _refuse_preference(study, "gold and qualification items need a known answer")
     if (count is None) == (items is None):
         raise InputError("give either a number of items to draw or the items themselves", field="count")
     expected = expected or {}
@@ -410,6 +417,7 @@ def sample_for_peer_review(study: Study, *, seed: int | None = None) -> dict:
     someone who may still be asked to judge the item: seeing an answer first would bias theirs),
     topping up what earlier calls sampled. Seeded: the same call on the same data assigns the same.
     Returns {"assigned": n, "unassigned": n (no eligible reviewer), "reviews": n}."""
+    _refuse_preference(study, "peer review is not offered")
     if study.peer_review_rate <= 0:
         raise InputError("the study's peer review rate is 0; set it first", field="peer_review_rate")
     rng = random.Random(f"{study.seed if seed is None else seed}:peer-review")
@@ -514,7 +522,10 @@ def disagreement_items(study: Study) -> list[dict]:
     a scale, a range above 0), in study order, with the answers' counts and any adjudication.
     Staff-only: proxy items name their gold position. Reads one column of the judgments,
     unordered, and the study's items whole rather than by an IN list of the disputed ones: at
-    100K items (tens of thousands disputed) each of these matters."""
+    100K items (tens of thousands disputed) each of these matters. Preference studies list none:
+    their disagreements are data (the scores weigh every answer), not errors to decide."""
+    if study.kind == Study.Kind.PREFERENCE:
+        return []
     answers: dict[int, list] = defaultdict(list)
     rows = counted_judgments(study).order_by().values_list("item_id", _answer_column(study))
     for item_id, answer in rows.iterator(10_000):
@@ -556,6 +567,8 @@ def disagreement_counts(study: Study) -> tuple[int, int]:
     """(items disputed, of which adjudicated) as `disagreement_items` lists them, counted by the
     database: the quality overview needs only the numbers, and building every disputed item's
     answers took most of its 3.9 s at 100K items."""
+    if study.kind == Study.Kind.PREFERENCE:
+        return 0, 0
     disputed = (
         counted_judgments(study)
         .order_by()
@@ -596,6 +609,7 @@ def adjudicate(
     label, or the selected positions of a multi-select item, validated like any answer. One per
     item; deciding again replaces the answer, the note, who decided and when."""
     study = item.study
+    _refuse_preference(study, "items are not adjudicated (every answer counts in the scores)")
     if item.role != Item.Role.WORK:
         raise InputError(
             f"item {item.pk} is a {item.role} item with a known answer; only work items are adjudicated", field="item"

@@ -30,6 +30,7 @@ from retrieval.errors import InputError
 
 from .. import hot_queries
 from ..events import item_complete, judgment_submitted, study_complete
+from ..label_schema import study_schema
 from ..models import (
     LIVE_ASSIGNMENT_STATES,
     Assignment,
@@ -39,8 +40,10 @@ from ..models import (
     QualificationAnswer,
     Study,
 )
+from ..presentation import item_positions, shown_order
 from ..selectors import annotator_item_payload, annotator_progress, finished_payload, item_limit, shown_item
 from .labels import Answer, validate_answer
+from .pools import draw_for_claim
 from .qualification import next_question, qualification_state, record_answer
 
 # Client-reported seconds outside this range are clamped: a day is longer than any honest item.
@@ -175,6 +178,8 @@ def _claim(study: Study, annotator, limit: int | None) -> Assignment | None:
         return None
     expire_stale_claims(study, now)
     needy = hot_queries.claimable_item_ids(study, annotator.pk, limit=CLAIM_CANDIDATES)
+    if not needy:  # an adaptive pool draws its next pair for them (services/pools.py)
+        needy = draw_for_claim(study)
     for item_id in needy:
         lock_rows(Item.objects.filter(pk=item_id))
         slot = free_slot(item_id, study.judgments_per_item)
@@ -245,7 +250,7 @@ def _next_question_payload(study: Study, annotator) -> dict:
         return {**finished_payload(study, annotator), "qualification": state.payload()}
     return {
         "finished": False,
-        **shown_item(question[1]),
+        **shown_item(question[1], annotator.pk),
         "expires_at": None,
         "progress": annotator_progress(study, annotator),
         "qualification": state.payload(),
@@ -271,6 +276,7 @@ def submit_judgment(
     annotator,
     item: Item,
     candidate: ItemCandidate | None = None,
+    candidate_id: int | None = None,
     position: int | None = None,
     label=None,
     spans=None,
@@ -280,9 +286,12 @@ def submit_judgment(
     seconds=None,
     unsure: bool = False,
 ) -> Submission:
-    """Store the annotator's answer to `item`: a candidate (or its 0-based display position)
-    for proxy studies; for label studies a label (or a multi-select's selected positions) with
-    the spans, rubric and rationale the study's schema asks for (see labels.validate_answer).
+    """Store the annotator's answer to `item`: a candidate (the ItemCandidate, its id as the
+    payload gave it, or its 0-based position as shown to this annotator) for proxy studies; for
+    label studies a label (or a multi-select's selected positions, as shown) with the spans,
+    rubric and rationale the study's schema asks for (see labels.validate_answer). Positions
+    are read in the order this annotator was shown (annotation.presentation), which the
+    judgment records (`shown_order`); what is stored is the candidate itself (item positions).
     `unsure` keeps the annotator's "I am guessing" mark beside the answer (not for
     qualification answers, which are scored either way).
 
@@ -300,6 +309,7 @@ def submit_judgment(
             annotator,
             item,
             candidate=candidate,
+            candidate_id=candidate_id,
             position=position,
             label=label,
             spans=spans,
@@ -324,9 +334,11 @@ def submit_judgment(
             # shape (how many candidates, how long its texts are). A claim revived here is rolled
             # back with the rest when the answer is then rejected.
             assignment = active or _revived_claim(item, claims)
-            answer = _resolve_answer(
+            answer, order = resolve_answer(
                 item,
+                annotator,
                 candidate=candidate,
+                candidate_id=candidate_id,
                 position=position,
                 label=label,
                 spans=spans,
@@ -340,6 +352,7 @@ def submit_judgment(
                 annotator=annotator,
                 assignment=assignment,
                 **answer.judgment_fields(),
+                shown_order=order,
                 unsure=bool(unsure),
                 seconds=clamp_seconds(seconds),
                 server_seconds=(now - assignment.claimed_at).total_seconds(),
@@ -395,17 +408,47 @@ def _submit_qualification_answer(annotator, item: Item, **parts) -> Submission:
             return Submission(None, created=False, qualification_answer=stored)
         if study.status != Study.Status.OPEN:
             raise SubmissionRejected("this study is closed", conflict=True)
-        recorded = record_answer(state.current, item, _resolve_answer(item, **parts))
+        answer, _order = resolve_answer(item, annotator, **parts)
+        recorded = record_answer(state.current, item, answer)
     return Submission(None, created=True, qualification_answer=recorded)
 
 
-def _resolve_answer(item: Item, **parts) -> Answer:
-    """The answer validated against the study's kind and schema; a malformed one is rejected
-    with the offending field named."""
+def resolve_answer(
+    item: Item, annotator, *, candidate_id: int | None = None, position=None, selections=None, **parts
+) -> tuple[Answer, list[int]]:
+    """The answer validated against the study's kind and schema (a malformed one is rejected
+    with the offending field named), and the order the annotator was shown the item's
+    candidates in (item positions, first shown first). Positions and selections come as shown
+    and are read as item positions; a candidate id is looked up among the item's candidates.
+
+    The candidates are read once, here, and handed to the validation (which would otherwise
+    read them itself): recording the order costs no statement. A label item without several
+    candidates shows its one passage: its order is [0] and nothing is read."""
+    study = item.study
+    several = (
+        study.kind in (Study.Kind.PROXY, Study.Kind.PREFERENCE)
+        or study_schema(study)["multi_select"]
+        or candidate_id is not None
+    )
+    shown = list(ItemCandidate.objects.filter(item=item).order_by("position")) if several else None
+    order = shown_order(study, item.pk, annotator.pk, len(shown)) if shown is not None else [0]
+    candidate = parts.pop("candidate", None)
+    if candidate_id is not None:
+        candidate = next((option for option in shown if option.pk == candidate_id), None)
+        if candidate is None:
+            raise SubmissionRejected(str(InputError("not one of this item's candidates", field="candidate")))
+    if position is not None:
+        position = item_positions(order, position)
+    if isinstance(selections, (list, tuple)) and len(set(map(str, selections))) == len(selections):
+        # (A list naming a position twice is refused as sent, in the annotator's own numbers.)
+        selections = [item_positions(order, value) for value in selections]
     try:
-        return validate_answer(item.study, item, **parts)
+        answer = validate_answer(
+            study, item, candidate=candidate, position=position, selections=selections, shown=shown, **parts
+        )
     except InputError as exc:
         raise SubmissionRejected(str(exc)) from exc
+    return answer, order
 
 
 def _revived_claim(item: Item, claims: list[Assignment]) -> Assignment:

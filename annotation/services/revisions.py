@@ -31,16 +31,15 @@ from django.db import transaction
 from django.db.models import F, QuerySet
 from django.utils import timezone
 
-from retrieval.errors import InputError
-
 from ..label_schema import study_schema
 from ..models import Adjudication, Item, Judgment, JudgmentRevision, PeerReview, Study
+from ..presentation import shown_order, shown_position
 from ..selectors import answer_fields, query_display_text, shown_item
-from .labels import validate_answer
-from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal
+from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal, resolve_answer
 
 ANSWERS_PER_PAGE = 50
 NOT_ALLOWED = "this study does not let annotators revise their answers"
+NOT_FOR_PREFERENCES = "answers in a preference study cannot be revised: the next pairs were chosen from them"
 SEEN_BY_OTHERS = "someone else has already seen this answer; it is final"
 PREVIEW_CHARACTERS = 160
 # What an answer is made of: compared to tell a revision from a resubmission of the same answer.
@@ -66,6 +65,8 @@ def ensure_revisions_open(study: Study, annotator) -> None:
     revisions, or they may not work on it (blocked, not admitted, inactive)."""
     if not study.allow_revisions:
         raise AnnotationForbidden(NOT_ALLOWED)
+    if study.kind == Study.Kind.PREFERENCE:
+        raise AnnotationForbidden(NOT_FOR_PREFERENCES)
     refusal = annotator_refusal(study, annotator)
     if refusal:
         raise AnnotationForbidden(refusal)
@@ -86,6 +87,8 @@ def revision_refusal(study: Study, judgment: Judgment) -> str | None:
     """Why `judgment` cannot be revised now, in the annotator's words; None when it can."""
     if not study.allow_revisions:
         return NOT_ALLOWED
+    if study.kind == Study.Kind.PREFERENCE:
+        return NOT_FOR_PREFERENCES
     if study.status != Study.Status.OPEN:
         return "this study is closed"
     if judgment.source != Judgment.Source.WEB:
@@ -113,7 +116,7 @@ def my_answers(study: Study, annotator, page_number=1) -> tuple[list[dict], Page
             {
                 "item": judgment.item_id,
                 "preview": preview if len(preview) <= PREVIEW_CHARACTERS else preview[: PREVIEW_CHARACTERS - 1] + "…",
-                "answer": answer_words(study, schema, judgment),
+                "answer": answer_words(study, schema, shown_answer(study, judgment)),
                 "answered_at": judgment.submitted_at,
                 "revision": judgment.revision,
                 "revised_at": judgment.revised_at,
@@ -123,26 +126,46 @@ def my_answers(study: Study, annotator, page_number=1) -> tuple[list[dict], Page
     return rows, page
 
 
-def answer_words(study: Study, schema: dict | None, judgment) -> str:
-    """An answer as its annotator would say it: "option 2", "paragraphs 1, 3", "2 · Relevant"."""
+def shown_answer(study: Study, judgment: Judgment, count: int | None = None) -> dict:
+    """The judgment's answer (answer_fields, with `unsure`) in the places its annotator was shown
+    the candidates: `position` and `selections` as they saw them (the order recorded with the
+    judgment; else the order they are shown now, of `count` candidates), never the item's own
+    order, which in a study shuffled per annotator would tell them nothing."""
+    answer = {**answer_fields(judgment), "unsure": judgment.unsure}
+    order = judgment.shown_order
+    if order is None:
+        total = judgment.item.candidates.count() if count is None else count
+        order = shown_order(study, judgment.item_id, judgment.annotator_id, total)
+    if answer["position"] is not None:
+        answer["position"] = shown_position(order, answer["position"])
+    if answer["selections"]:
+        answer["selections"] = [shown_position(order, place) for place in answer["selections"]]
+    return answer
+
+
+def answer_words(study: Study, schema: dict | None, answer: dict) -> str:
+    """An answer (shown_answer) as its annotator would say it: "option 2", "paragraphs 1, 3",
+    "2 · Relevant"."""
     if study.kind == Study.Kind.PROXY:
-        return f"option {judgment.choice.position + 1}" if judgment.choice else "—"
+        return "—" if answer["position"] is None else f"option {answer['position'] + 1}"
     if schema["multi_select"]:
-        chosen = list(judgment.selections or [])
+        chosen = list(answer["selections"] or [])
         if not chosen:
             return "none selected"
         return f"paragraph{'s' if len(chosen) > 1 else ''} " + ", ".join(str(p + 1) for p in chosen)
-    name = schema["value_labels"].get(str(judgment.label), str(judgment.label))
-    return str(judgment.label) if name == str(judgment.label) else f"{judgment.label} · {name}"
+    label = answer["label"]
+    name = schema["value_labels"].get(str(label), str(label))
+    return str(label) if name == str(label) else f"{label} · {name}"
 
 
 def revision_payload(study: Study, judgment: Judgment) -> dict:
-    """What the annotator revises: the item exactly as annotators are shown it (shown_item), their
-    current answer (answer_fields, with `unsure`), its revision number and whether it may be
-    revised now. The REST view returns it as it is; the page lays it out."""
+    """What the annotator revises: the item exactly as they are shown it (shown_item, in their own
+    order), their current answer in those places (shown_answer), its revision number and whether
+    it may be revised now. The REST view returns it as it is; the page lays it out."""
+    shown = shown_item(judgment.item, judgment.annotator_id)
     return {
-        **shown_item(judgment.item),
-        "answer": {**answer_fields(judgment), "unsure": judgment.unsure},
+        **shown,
+        "answer": shown_answer(study, judgment, len(shown["candidates"])),
         "revision": judgment.revision,
         "answered_at": judgment.submitted_at.isoformat(),
         "revised_at": judgment.revised_at.isoformat() if judgment.revised_at else None,
@@ -170,10 +193,8 @@ def revise_judgment(judgment: Judgment, annotator, *, unsure: bool = False, **an
         refusal = revision_refusal(study, current)
         if refusal:
             raise RevisionRefused(refusal)
-        try:
-            validated = validate_answer(study, item, **answer)
-        except InputError as exc:
-            raise SubmissionRejected(str(exc)) from exc
+        # Read and checked exactly as a submission is: positions as this annotator was shown them.
+        validated, _order = resolve_answer(item, annotator, **answer)
         fields = validated.judgment_fields()
         new = {
             "choice_id": fields["choice"].pk if fields["choice"] else None,

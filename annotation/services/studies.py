@@ -60,15 +60,17 @@ class StudyCreation:
     study: Study
     items: int
     skipped: list[SkippedQuery] = field(default_factory=list)
+    pool: dict | None = None  # a relevance study's pool: strategy, pairs pooled, budget
 
     def summary(self) -> dict:
         """The JSON summary the command, the API and the staff form all report."""
-        return {
+        summary = {
             "study_id": self.study.pk,
             "items": self.items,
             "skipped": len(self.skipped),
             "skipped_queries": [asdict(skip) for skip in self.skipped],
         }
+        return summary if self.pool is None else {**summary, "pool": self.pool}
 
 
 @dataclass

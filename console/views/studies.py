@@ -7,15 +7,18 @@ come from `annotation.ui_selectors`, rules from `annotation.services`."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.http import Http404
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from annotation.forms import VoidJudgmentForm
+from annotation.forms import ExtendPoolForm, VoidJudgmentForm
 from annotation.models import Judgment, Study
+from annotation.selectors import pool_summary
 from annotation.serializers import StudyTrainingRequestSerializer
 from annotation.services import void_judgment
 from annotation.services.lifecycle import close_study, delete_study, reopen_study
+from annotation.services.pools import extend_pool
 from annotation.ui_selectors import staff_studies, staff_study_summary
 from console.selectors import annotator_rows, study_facts, study_item_rows
 from retrieval import selectors as retrieval_selectors
@@ -43,9 +46,11 @@ def _render_study_detail(
     *,
     training_request: dict | None = None,
     training_errors: dict | None = None,
+    extend_form: ExtendPoolForm | None = None,
     status: int = 200,
 ):
     items, item_page = study_item_rows(study, request.GET.get("page", 1))
+    pool = pool_summary(study)
     return render(
         request,
         "console/study_detail.html",
@@ -55,6 +60,8 @@ def _render_study_detail(
             "items": items,
             "item_page": item_page,
             "facts": study_facts(study),
+            "pool": pool,
+            "extend_form": extend_form or (ExtendPoolForm(study=study) if pool else None),
             "annotators": annotator_rows(study),
             "training_request": training_request or DEFAULT_STUDY_TRAINING_REQUEST,
             "training_errors": training_errors or {},
@@ -93,6 +100,31 @@ def study_train(request, study_id: int):
         f"judgments of “{study.name}” queued as job {job.pk} on the {job.queue} queue.",
     )
     return redirect(reverse("dashboard") + "#jobs")
+
+
+@staff_required
+@require_POST
+def study_extend(request, study_id: int):
+    """Add runs to the study's pool (post/redirect/get); refusals re-render the page with the
+    form showing them."""
+    study = _study_with_run(study_id)
+    if not hasattr(study, "pool"):
+        raise Http404("this study has no pool")
+    form = ExtendPoolForm(request.POST, study=study)
+    if form.is_valid():
+        try:
+            extension = extend_pool(study, **form.cleaned_data)
+        except InputError as error:
+            form.add_service_error(error)
+        else:
+            messages.success(
+                request,
+                f"{counted(len(extension.runs), 'run')} added: {counted(extension.pairs_added, 'new pair')}, "
+                f"{counted(extension.pairs_already_pooled, 'pair')} already pooled, "
+                f"{counted(extension.items_added, 'item')} to judge; every judgment made stays.",
+            )
+            return redirect(reverse("study_detail", args=[study.pk]) + "#pool")
+    return _render_study_detail(request, study, extend_form=form, status=400)
 
 
 @staff_required

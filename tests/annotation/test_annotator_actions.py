@@ -277,6 +277,28 @@ def test_an_answer_someone_else_has_seen_cannot_be_taken_back():
     assert Judgment.objects.count() == 1
 
 
+def test_a_skip_after_an_answer_settles_it_and_the_page_stops_offering_undo():
+    study = make_relic_proxy_study(3)
+    annotator = make_annotator()
+    client = api_client(annotator)
+    answered = served_item(client, study)
+    answer(client, study, answered)
+    offered = client.get(undo_url(study)).json()["undo"]
+    skipped = served_item(client, study)
+
+    client.post(skip_url(study), {"item": skipped}, format="json")
+    refused = client.post(undo_url(study))
+    browser = Client()
+    browser.force_login(annotator)
+    page = browser.get(f"/annotate/{study.pk}/").content.decode()
+
+    assert offered["item"] == answered
+    assert client.get(undo_url(study)).json() == {"undo": None}
+    assert refused.status_code == 409 and "skipped an item since" in refused.json()["detail"]
+    assert 'id="undo-form"' not in page
+    assert Judgment.objects.get(annotator=annotator).item_id == answered
+
+
 def test_undo_in_a_closed_study_is_refused():
     study = make_relic_proxy_study(2)
     client = api_client(make_annotator())

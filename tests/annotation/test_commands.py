@@ -60,6 +60,21 @@ def test_create_study_prints_the_summary_as_json():
     assert (study.name, study.context_left, study.context_right, study.seed) == ("cli study", 2, 3, 7)
 
 
+def test_create_study_sets_the_candidate_order_keys_and_auto_advance():
+    collection = make_relic_collection(3)
+    run = make_neighbour_run(collection)
+    page_options = ["--candidate-order", "annotator", "--keys", '{"options": "jkl", "skip": "x"}', "--auto-advance"]
+    proxy_options = ["--collection", collection.name, "--negatives-from", run.pk, "--items", 3]
+    summary = call_json_command("create_study", "--kind", "proxy", *proxy_options, "--name", "keyed", *page_options)
+
+    study = Study.objects.get(pk=summary["study_id"])
+    assert (study.candidate_order, study.keyboard, study.auto_advance) == (
+        "annotator",
+        {"options": "jkl", "skip": "x"},
+        True,
+    )
+
+
 def test_create_study_reads_guidelines_and_filters(tmp_path):
     collection = make_relic_collection(3)
     run = make_neighbour_run(collection)
@@ -96,6 +111,8 @@ def test_create_study_reads_guidelines_and_filters(tmp_path):
         ({"--context": "four/four"}, "--context"),
         ({"--candidates": "21"}, "candidates"),
         ({"--book": "no-such-book"}, "--book"),
+        ({"--keys": '{"skip": "r"}'}, "--keys.skip"),
+        ({"--keys": "{not json"}, "--keys"),
     ],
 )
 def test_create_study_names_the_bad_option_and_creates_nothing(change, named):

@@ -1,12 +1,12 @@
 """The judgment exports byte for byte: four small studies with fixed ids and times export exactly
 the text in fixtures/judgment_export.{jsonl,csv,json}, which the export wrote when it still
-built a model instance per row (issue 14 made it read rows with values_list). Between them the
-studies hold every kind of field: a chosen candidate right and wrong, a gold item, labels with
-spans, rubric and a rationale that CSV must quote (comma, quotes, newline, non-ASCII),
-multi-select answers matching their expected positions or not, no known answer (correct is
-null), missing and zero seconds, unsure, an imported, a voided and a revised judgment, and no
-judgments at all. The `revision` and `revised_at` columns came with revisions (issue 21): every
-other byte is what the export wrote before them."""
+built a model instance per row (issue 14 made it read rows with values_list), with the
+`shown_order` column added since (issue 24) and then `revision` and `revised_at` (revisions,
+issue 21). Between them the studies hold every kind of field: a chosen candidate right and
+wrong, a gold item, labels with spans, rubric and a rationale that CSV must quote (comma, quotes,
+newline, non-ASCII), multi-select answers matching their expected positions or not, no known
+answer (correct is null), a recorded presentation order or none, missing and zero seconds,
+unsure, an imported, a voided and a revised judgment, and no judgments at all."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -56,7 +56,7 @@ def fixed_studies() -> list[Study]:
     proxy = study(9100, Study.Kind.PROXY)
     work = item(9110, proxy, 0, gold_position=0)
     hidden = item(9111, proxy, 1, role=Item.Role.GOLD, gold_position=1)
-    judgment(9130, work, ann_a, 5, choice_id=91100, seconds=12.5, server_seconds=13.25)
+    judgment(9130, work, ann_a, 5, choice_id=91100, seconds=12.5, server_seconds=13.25, shown_order=[1, 0])
     judgment(9131, work, ann_b, 1, choice_id=91101, unsure=True, source=Judgment.Source.IMPORT)
     judgment(9132, hidden, zoe, 2, choice_id=91110, seconds=0.0, voided=True, void_reason='spam, "copied"\nagain')
 
@@ -83,7 +83,7 @@ def fixed_studies() -> list[Study]:
     quotability = study(9300, Study.Kind.QUOTABILITY)
     chosen = item(9310, quotability, 0, expected=[0, 2], shown=3)
     unknown = item(9311, quotability, 1, shown=1)
-    judgment(9330, chosen, ann_a, 1, selections=[0, 2])
+    judgment(9330, chosen, ann_a, 1, selections=[0, 2], shown_order=[2, 0, 1])
     judgment(9331, chosen, ann_b, 2, selections=[])
     judgment(9332, unknown, ann_a, 3, selections=[0])
 

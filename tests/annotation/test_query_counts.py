@@ -11,6 +11,8 @@ from django.db import connection
 from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from annotation.models import Judgment
+from annotation.services.presentation import apply_presentation
 from tests.factories import make_annotator, make_relic_proxy_study, next_url, submit_url
 
 pytestmark = pytest.mark.django_db
@@ -47,6 +49,26 @@ def test_a_next_and_submit_cycle_stays_within_its_statement_budget(token_client,
         with django_assert_max_num_queries(budget(SUBMIT, "submit")):
             response = token_client.post(submit_url(study), {"item": item, "position": 0}, format="json")
         assert response.status_code == 201
+
+
+@pytest.mark.parametrize("answer_by", ["position", "candidate"])
+def test_a_study_shuffled_per_annotator_records_each_order_within_the_same_budget(
+    token_client, django_assert_max_num_queries, answer_by
+):
+    """The order shown is computed, not stored, when the item is served; the submission reads
+    the item's candidates once (the validation then reads them no more) to map the place shown
+    to the candidate and record the order, so neither request costs a statement more, whether
+    the answer names the place or the candidate's id."""
+    study = apply_presentation(make_relic_proxy_study(4), candidate_order="annotator")
+    for _ in range(2):
+        with django_assert_max_num_queries(budget(NEXT_CLAIMING, "next")):
+            payload = token_client.get(next_url(study)).json()
+        answer = {"position": 1} if answer_by == "position" else {"candidate": payload["candidates"][1]["id"]}
+        with django_assert_max_num_queries(budget(SUBMIT, "submit")):
+            response = token_client.post(submit_url(study), {"item": payload["item"], **answer}, format="json")
+        assert response.status_code == 201
+        judgment = Judgment.objects.get(item_id=payload["item"])
+        assert judgment.choice_id == payload["candidates"][1]["id"] and len(judgment.shown_order) == 3
 
 
 def test_resuming_a_held_item_costs_fewer_statements_than_claiming(token_client, django_assert_max_num_queries):

@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from annotation.selectors import pair_sources
 from annotation.services import create_relevance_study, qrel_label
 from retrieval.models import Collection, PoolEntry, Run
 from tests.factories import api_client, call_json_command, make_annotator
@@ -44,7 +45,7 @@ def test_the_pooled_pairs_are_each_querys_pool_once_with_its_one_positive(birco_
     for query in queries:
         labels = [qrel_label(item) for item in items if item.query == query]
         assert sorted(labels)[-2:] == [0, 1] and labels.count(1) == 1
-    ranked = [source for sources in study.parameters["sources"].values() for source in sources if "run" in source]
+    ranked = [source for _, sources in pair_sources(study) for source in sources if "run" in source]
     assert len(ranked) == 40 and all(source["run"] == run.pk and source["rank"] <= 10 for source in ranked)
 
 

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from annotation.models import Item, Judgment, Study
-from annotation.selectors import query_display_text
+from annotation.selectors import pair_sources, query_display_text
 from annotation.services import (
     SubmissionRejected,
     claim_next_item,
@@ -79,8 +79,8 @@ def test_each_pair_keeps_its_best_source_and_the_study_every_source():
     assert best[("q0", "d0")] == (run_a.pk, 1)  # A rank 1 beats B rank 2
     assert best[("q0", "d2")] == (run_b.pk, 1)
     assert best[("q1", "d3")] == (run_a.pk, 1)  # rank 1 in both: the run listed first
-    sources = study.parameters["sources"]
-    assert sources[str(by_pair["q0", "d0"].pk)] == [{"run": run_a.pk, "rank": 1}, {"run": run_b.pk, "rank": 2}]
+    sources = dict(pair_sources(study))
+    assert sources[by_pair["q0", "d0"].pk] == [{"run": run_a.pk, "rank": 1}, {"run": run_b.pk, "rank": 2}]
     assert study.parameters["runs"] == [run_a.pk, run_b.pk] and study.parameters["depth"] == 2
 
 
@@ -109,7 +109,8 @@ def test_pairs_may_come_from_the_queries_own_pools():
     run_a, _ = two_runs(collection)
     study = create(collection, runs=[run_a], depth=1, use_pools=True).study
     assert sorted(pairs(study)) == [("q0", "d0"), ("q0", "d4"), ("q0", "d5"), ("q1", "d3")]
-    sources = {pair: study.parameters["sources"][str(item.pk)] for pair, item in zip(pairs(study), study.items.all())}
+    by_item = dict(pair_sources(study))
+    sources = {pair: by_item[item.pk] for pair, item in zip(pairs(study), study.items.all())}
     assert sources[("q0", "d0")] == [{"run": run_a.pk, "rank": 1}, {"pool": 1}]
     assert sources[("q0", "d4")] == [{"pool": 0}]
 

@@ -21,6 +21,7 @@ from tests.factories import (
     api_client,
     make_annotator,
     make_label_study,
+    make_preference_study,
     make_relic_proxy_study,
     make_user,
 )
@@ -240,3 +241,31 @@ def test_a_proxy_answer_is_revised_over_rest():
     final = client.post(f"/api/annotate/{study.pk}/answers/{item}/", {"position": 0}, format="json")
     assert final.status_code == 409 and "seen" in final.json()["detail"]
     assert Judgment.objects.get().choice.position == 2
+
+
+def test_in_a_study_shuffled_per_annotator_a_revision_reads_and_shows_the_annotators_own_places():
+    study = make_relic_proxy_study(2, judgments_per_item=1)
+    Study.objects.filter(pk=study.pk).update(allow_revisions=True, candidate_order=Study.CandidateOrder.ANNOTATOR)
+    ada = make_annotator()
+    client = api_client(ada)
+    served = client.get(f"/api/annotate/{study.pk}/next/").json()
+    ids = [candidate["id"] for candidate in served["candidates"]]
+    client.post(f"/api/annotate/{study.pk}/submit/", {"item": served["item"], "position": 0}, format="json")
+    judgment = Judgment.objects.get()
+    assert judgment.choice_id == ids[0] and judgment.shown_order != [0, 1, 2]  # a shuffled order
+    shown = client.get(f"/api/annotate/{study.pk}/answers/{served['item']}/").json()
+    assert [candidate["id"] for candidate in shown["candidates"]] == ids
+    assert shown["answer"]["position"] == 0
+    assert client.get(f"/api/annotate/{study.pk}/answers/").json()["results"][0]["answer"] == "option 1"
+    revised = client.post(f"/api/annotate/{study.pk}/answers/{served['item']}/", {"position": 2}, format="json")
+    assert revised.status_code == 200 and revised.json()["answer"]["position"] == 2
+    judgment.refresh_from_db()
+    assert judgment.choice_id == ids[2] and judgment.revision == 2
+    assert JudgmentRevision.objects.get(judgment=judgment).choice_id == ids[0]
+
+
+def test_a_preference_study_never_offers_revisions():
+    study = make_preference_study()
+    Study.objects.filter(pk=study.pk).update(allow_revisions=True)
+    response = api_client(make_annotator()).get(f"/api/annotate/{study.pk}/answers/")
+    assert response.status_code == 403 and "preference" in response.json()["detail"]

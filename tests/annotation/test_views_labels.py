@@ -172,7 +172,7 @@ class MarkupShape(HTMLParser):
 
 def markup_shape(html: str) -> list:
     parser = MarkupShape()
-    parser.feed(html[html.index("<main>") : html.index("</main>")])
+    parser.feed(html[html.index("<main ") : html.index("</main>")])
     return parser.shape
 
 

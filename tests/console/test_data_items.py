@@ -17,6 +17,7 @@ from tests.factories import (
     api_client,
     make_annotator,
     make_label_study,
+    make_preference_study,
     make_proxy_study,
     make_user,
 )
@@ -279,3 +280,14 @@ def test_label_study_agreement_compares_labels_and_selections():
     add_label_judgment(other, people[1], selections=[0, 1])
     rows = client.get(f"/api/studies/{multi.pk}/data/items/", {"agreement": "none"}).json()["results"]
     assert [row["item"] for row in rows] == [other.pk]
+
+
+def test_a_preference_studys_items_are_listed_without_an_agreement_which_its_report_gives():
+    study = make_preference_study()
+    client = api_client(make_user("curator", staff=True))
+    rows = client.get(f"/api/studies/{study.pk}/data/items/").json()["results"]
+    assert rows and all(row["agreement"] is None for row in rows)
+    refused = client.get(f"/api/studies/{study.pk}/data/items/", {"agreement": "split"})
+    assert refused.status_code == 400 and "preference report" in refused.json()["agreement"][0]
+    detail = client.get(f"/api/studies/{study.pk}/data/items/{rows[0]['item']}/")
+    assert detail.status_code == 200 and detail.json()["agreement"] is None

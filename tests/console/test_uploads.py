@@ -170,7 +170,7 @@ def test_qrels_with_an_unknown_query_write_nothing(staff_api, tmp_path):
             b"x",
             {},
             "kind",
-            "unknown upload kind 'poem'; use one of: book, relic, beir, qrels, judgments, trec_run",
+            "unknown upload kind 'poem'; use one of: book, relic, beir, qrels, judgments, trec_run, answers",
         ),
         ("book", "a.pdf", b"x", {"title": "T"}, "file", "a.pdf: a Book (.txt) upload ends in .txt"),
         ("book", "a.txt", b"x", {}, "title", "book title is required for a Book (.txt) upload"),
@@ -205,7 +205,7 @@ def test_an_unsafe_archive_is_refused_before_a_job_is_queued(staff_api, tmp_path
 
 def test_the_api_lists_the_kinds(staff_api):
     kinds = staff_api.get(API).json()["kinds"]
-    assert [kind["kind"] for kind in kinds] == ["book", "relic", "beir", "qrels", "judgments", "trec_run"]
+    assert [kind["kind"] for kind in kinds] == ["book", "relic", "beir", "qrels", "judgments", "trec_run", "answers"]
     assert kinds[2]["suffixes"] == [".zip", ".tar.gz", ".tgz"]
 
 
@@ -240,3 +240,20 @@ def test_annotators_and_visitors_cannot_upload(client, tmp_path, who):
     assert form.status_code == 403 or form["Location"].startswith("/accounts/login/")
     assert client.get(API).status_code in (401, 403)
     assert not Job.objects.exists() and not Collection.objects.exists() and nothing_left_on_disk()
+
+
+def test_generated_answers_become_an_answers_collection_with_a_run_per_system(staff_api, tmp_path):
+    source = make_label_collection(2, 2)
+    rows = [{"query": f"q{n}", "system": system, "text": f"{system} on {n}"} for n in range(2) for system in "ab"]
+    path = tmp_path / "answers.jsonl"
+    path.write_text("".join(json.dumps(row) + "\n" for row in rows))
+    job = run_job(post(staff_api, "answers", upload_file(path), collection=source.pk, name="systems"))
+    assert job.status == Job.Status.SUCCEEDED and job.result["systems"].keys() == {"a", "b"}
+    assert Collection.objects.get(name="systems").kind == Collection.Kind.ANSWERS
+    bad = tmp_path / "broken.jsonl"
+    bad.write_text(json.dumps({"query": "q0", "system": "c"}) + "\n")
+    job = run_job(post(staff_api, "answers", upload_file(bad), collection=source.pk, name="systems"))
+    assert job.status == Job.Status.FAILED and job.error.splitlines()[0].startswith(
+        "InputError: broken.jsonl:1: field 'text'"
+    )
+    assert not Run.objects.filter(name="c").exists() and nothing_left_on_disk()

@@ -130,6 +130,9 @@ def test_a_study_bundle_carries_the_labels_behind_each_qrel_and_where_each_pair_
     described = json.loads((folder / "bundle.json").read_text())
     assert described["pool"]["study"] == study_id and described["pool"]["parameters"]["depth"] == 2
     assert "sources" not in described["pool"]["parameters"]
+    strategy = described["pool"]["strategy"]  # the study's Pool: strategy, depth and each run's share
+    assert strategy["strategy"] == "depth" and strategy["depth"] == 2
+    assert {entry["run"] for entry in strategy["runs"]} == set(run_ids)
     everything = "".join(path.read_text() for path in folder.rglob("*") if path.is_file())
     assert "mariner" not in everything  # annotators go by pseudonyms
 

@@ -35,6 +35,13 @@ def exported(study_id: int, *options) -> list[str]:
     return out.getvalue().splitlines()
 
 
+@pytest.fixture(autouse=True)
+def local_model_server_allowed(settings):
+    """The judges here are registered at a local address, as a deployment that lists its model
+    server in MARGINALIA_OUTBOUND_ALLOW does; nothing here asks them."""
+    settings.MARGINALIA_OUTBOUND_ALLOW = ["127.0.0.1"]
+
+
 @pytest.fixture
 def two_studies():
     """Two binary relevance studies on one collection: the second asks again about one pair of

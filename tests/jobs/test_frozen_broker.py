@@ -19,7 +19,7 @@ from django.core.management import CommandError, call_command
 
 from annotation.models import Judgment
 from console import uploads
-from integrations.models import Webhook, WebhookDelivery
+from integrations.models import WebhookDelivery
 from integrations.services.delivery import deliver_due
 from jobs.errors import BrokerUnavailable
 from jobs.models import Job
@@ -32,6 +32,7 @@ from tests.factories import (
     make_relic_collection,
     make_relic_proxy_study,
     make_user,
+    make_webhook,
     next_url,
     submit_url,
 )
@@ -165,7 +166,7 @@ def test_a_submit_with_a_webhook_answers_201_and_the_event_arrives_once_the_brok
 ):
     settings.MARGINALIA_WEBHOOKS_ALLOW_PRIVATE = True
     study = make_relic_proxy_study(2, judgments_per_item=1)
-    Webhook.objects.create(url=receiver.url, secret=SECRET, events=[])  # every event: three for this submit
+    make_webhook(receiver.url, SECRET, events=[])  # every event: three for this submit
     annotator = api_client(make_annotator("reader"))
     item = annotator.get(next_url(study)).json()["item"]
 

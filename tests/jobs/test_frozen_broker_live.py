@@ -26,12 +26,11 @@ SECRET = "frozen-live-secret"
 PASSWORD = "pw-for-tests"
 SETUP = """
 import json
-from integrations.models import Webhook
-from tests.factories import make_annotator, make_relic_proxy_study, make_user
+from tests.factories import make_annotator, make_relic_proxy_study, make_user, make_webhook
 make_user("curator", staff=True)
 make_annotator("reader")
 study = make_relic_proxy_study(4, judgments_per_item=1, name="frozen")
-Webhook.objects.create(url={url!r}, secret={secret!r}, events=[])
+make_webhook({url!r}, {secret!r}, events=[])
 print(json.dumps({{"study": study.pk, "collection": study.collection.name}}))
 """
 

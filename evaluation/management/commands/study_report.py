@@ -1,9 +1,11 @@
 """study_report STUDY_ID [--model-run RUN_ID ...] [--json]: the report of the study's kind (proxy:
 agreement, human and model accuracy; relevance and quotability: agreement, aggregated labels,
-annotators, model-human correlation)."""
+annotators, model-human correlation; preference: scores, agreement, intransitivity, judges,
+compatibility and Kendall's tau of the runs against the human ranking)."""
 
 from annotation.services import get_study
 from evaluation.formatting import report_as_text
+from evaluation.preference_formatting import preference_report_as_text
 from evaluation.reports import cached_study_report, resolve_model_runs
 from retrieval.management.base import JsonCommand
 
@@ -31,4 +33,6 @@ class Command(JsonCommand):
         return cached_study_report(study, resolve_model_runs(study, model_runs))
 
     def format_text(self, summary):
+        if summary["study"]["kind"] == "preference":
+            return preference_report_as_text(summary)
         return report_as_text(summary)

@@ -11,7 +11,7 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("annotation", "0006_recruiting_study_grants"),
+        ("annotation", "0009_annotator_page_order_and_keys"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
