@@ -342,6 +342,8 @@ JUDGMENT_COLUMNS = (
     "voided",
     "void_reason",
     "shown_order",
+    "revision",
+    "revised_at",
 )
 # Columns holding lists or objects: written as JSON in the CSV export.
 JSON_JUDGMENT_COLUMNS = ("label", "spans", "rubric", "selections", "shown_order")
@@ -373,10 +375,12 @@ _JUDGMENT_VALUES = (
     "voided",
     "void_reason",
     "shown_order",
+    "revision",
+    "revised_at",
 )
 
 
-def judgment_rows(study: Study) -> Iterator[dict]:
+def judgment_rows(study: Study, items: QuerySet[Item] | None = None) -> Iterator[dict]:
     """Staff export, one flat row per judgment (voided ones included and flagged): `candidate`
     is the opaque candidate id, `choice` the chosen passage's external id (the same key
     import_judgments reads), `position` its 0-based item position; label kinds fill `label`
@@ -385,14 +389,17 @@ def judgment_rows(study: Study) -> Iterator[dict]:
     position shown of a choice is shown_order.index(position). `correct`: whether
     the answer matches the item's known answer (the gold candidate, or a gold or qualification
     item's expected label), None where there is none. `role` tells hidden gold judgments apart;
-    `unsure` is the annotator's own "I am guessing" mark.
+    `unsure` is the annotator's own "I am guessing" mark. Each row is the judgment's latest answer:
+    `revision` says which (1 = never revised, annotation.services.revisions) and `revised_at`
+    when it was given (null for a first answer).
+    `items` (a queryset of the study's items: the data manager's selection) narrows the rows to
+    those items' judgments, through a subquery at any size.
     A generator over one joined cursor of values, EXPORT_CHUNK rows a round trip: the exports
     stream it at any study size, and no model instance is built per row."""
-    judgments = (
-        Judgment.objects.filter(item__study=study)
-        .order_by("item__position", "submitted_at", "pk")
-        .values(*_JUDGMENT_VALUES)
-    )
+    judgments = Judgment.objects.filter(item__study=study)
+    if items is not None:
+        judgments = judgments.filter(item__in=items.values("pk"))
+    judgments = judgments.order_by("item__position", "submitted_at", "pk").values(*_JUDGMENT_VALUES)
     for j in judgments.iterator(EXPORT_CHUNK):
         yield {
             "judgment": j["pk"],
@@ -418,6 +425,8 @@ def judgment_rows(study: Study) -> Iterator[dict]:
             "voided": j["voided"],
             "void_reason": j["void_reason"],
             "shown_order": j["shown_order"],
+            "revision": j["revision"],
+            "revised_at": j["revised_at"].isoformat() if j["revised_at"] else None,
         }
 
 
