@@ -440,7 +440,8 @@ def send_items_back(study: Study, items: QuerySet[Item], *, by, reason: str, not
     behind the workspace's send_back (one item, a reason from the study's list) and the data
     manager's bulk send-back (annotation.services.rework), so label provenance, the queue and the
     item pages read both alike. Items without live judgments change nothing. The Reworks, in item
-    id order. A fixed number of statements whatever the count (bulk_create batches the Reworks).
+    id order. A fixed number of statements whatever the count, besides the Reworks' inserts, which
+    bulk_create batches as the database allows (about 140 a statement on SQLite, 2,000 on Postgres).
 
     The items sent back are locked first (a submission locks its item, so none lands between
     reading the judgments and voiding them); the voids are UPDATEs that fire no post_save, and
