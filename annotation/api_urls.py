@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from . import api
+from . import api, api_revisions
 
 urlpatterns = [
     path("annotate/<id:study_id>/next/", api.NextItemView.as_view(), name="api-annotate-next"),
@@ -11,6 +11,12 @@ urlpatterns = [
     path("annotate/<id:study_id>/flag/", api.FlagView.as_view(), name="api-annotate-flag"),
     path("annotate/<id:study_id>/undo/", api.UndoView.as_view(), name="api-annotate-undo"),
     path("annotate/<id:study_id>/context/", api.ContextView.as_view(), name="api-annotate-context"),
+    path("annotate/<id:study_id>/answers/", api_revisions.AnswersView.as_view(), name="api-annotate-answers"),
+    path(
+        "annotate/<id:study_id>/answers/<id:item_id>/",
+        api_revisions.AnswerView.as_view(),
+        name="api-annotate-answer",
+    ),
     path("studies/", api.StudyListCreateView.as_view(), name="api-studies"),
     path("studies/<id:pk>/", api.StudyDetailView.as_view(), name="api-study"),
     path("studies/<id:pk>/presentation/", api.StudyPresentationView.as_view(), name="api-study-presentation"),

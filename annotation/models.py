@@ -76,6 +76,11 @@ class Study(models.Model):
         default=0.0,
         help_text="Share of the items whose annotators agree that the adjudication queue also shows (seeded).",
     )
+    allow_revisions = models.BooleanField(
+        default=False,
+        help_text="While the study is open, annotators may go back to their earlier answers and revise them "
+        "(each revision recorded, the earlier answer kept).",
+    )
     parameters = models.JSONField(
         default=dict,
         blank=True,
@@ -280,7 +285,11 @@ VOID_FIELDS = frozenset({"voided", "void_reason", "voided_by", "voided_at"})
 
 
 class Judgment(models.Model):
-    """What an annotator answered. Immutable once written; staff may void it (kept, excluded).
+    """What an annotator answered. Written once, then changed only by staff voiding it (kept,
+    excluded) or, where the study allows revisions, by its annotator revising it through
+    annotation.services.revisions, which first keeps the answer it replaces as a
+    JudgmentRevision: never a silent change. The row always holds the latest answer
+    (`revision` counts them, 1 = never revised), so statistics and exports read the latest.
 
     `seconds` is what the client reported (clamped), `server_seconds` the time the server saw
     between the claim and the submission; the two disagree when a tab sat open or a client lies.
@@ -322,13 +331,16 @@ class Judgment(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     voided_at = models.DateTimeField(null=True, blank=True)
+    revision = models.PositiveSmallIntegerField(default=1, help_text="Which answer this is: 1 = never revised.")
+    revised_at = models.DateTimeField(null=True, blank=True, help_text="When the latest revision was given.")
 
     class Meta:
         ordering = ["item_id", "submitted_at"]
         constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="judgment_unique_per_annotator")]
 
     def save(self, *args, **kwargs):
-        """Refuse to rewrite an answer: after the first save only the void fields may change."""
+        """Refuse to rewrite an answer: after the first save only the void fields may change (a
+        revision writes through revisions.revise_judgment, which records the earlier answer)."""
         update_fields = kwargs.get("update_fields")
         if (
             self.pk is not None
@@ -337,6 +349,31 @@ class Judgment(models.Model):
         ):
             raise ValueError("a submitted judgment is immutable; only voiding may change it")
         super().save(*args, **kwargs)
+
+
+class JudgmentRevision(models.Model):
+    """An answer its annotator later revised, kept as it was: answer number `number` of the
+    judgment (1 = the first answer), when it was given and when and by whom it was replaced.
+    Only staff read these (the item's detail in the data manager)."""
+
+    judgment = models.ForeignKey(Judgment, on_delete=models.CASCADE, related_name="revisions")
+    number = models.PositiveSmallIntegerField()
+    choice = models.ForeignKey(ItemCandidate, null=True, blank=True, on_delete=models.PROTECT, related_name="+")
+    label = models.JSONField(null=True, blank=True)
+    spans = models.JSONField(default=list, blank=True)
+    selections = models.JSONField(default=list, blank=True)
+    rubric = models.JSONField(default=dict, blank=True)
+    rationale = models.TextField(blank=True)
+    unsure = models.BooleanField(default=False)
+    answered_at = models.DateTimeField(help_text="When this answer was given.")
+    replaced_at = models.DateTimeField(auto_now_add=True)
+    replaced_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+
+    class Meta:
+        ordering = ["judgment_id", "number"]
+        constraints = [models.UniqueConstraint(fields=["judgment", "number"], name="judgment_revision_unique_number")]
 
 
 class ItemFlag(models.Model):

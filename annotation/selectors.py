@@ -351,6 +351,8 @@ JUDGMENT_COLUMNS = (
     "voided",
     "void_reason",
     "shown_order",
+    "revision",
+    "revised_at",
 )
 # A post-editing study's judgments add these (annotation.post_editing): whether a proposal was
 # shown pre-selected, and whether the answer kept it.
@@ -385,10 +387,12 @@ _JUDGMENT_VALUES = (
     "voided",
     "void_reason",
     "shown_order",
+    "revision",
+    "revised_at",
 )
 
 
-def judgment_rows(study: Study) -> Iterator[dict]:
+def judgment_rows(study: Study, items: QuerySet[Item] | None = None) -> Iterator[dict]:
     """Staff export, one flat row per judgment (voided ones included and flagged): `candidate`
     is the opaque candidate id, `choice` the chosen passage's external id (the same key
     import_judgments reads), `position` its 0-based item position; label kinds fill `label`
@@ -398,14 +402,19 @@ def judgment_rows(study: Study) -> Iterator[dict]:
     the answer matches the item's known answer (the gold candidate, or a gold or qualification
     item's expected label), None where there is none. `role` tells hidden gold judgments apart;
     `unsure` is the annotator's own "I am guessing" mark; a post-editing study's rows add
-    `proposal_shown` and `proposal_kept` (POST_EDITING_COLUMNS).
+    `proposal_shown` and `proposal_kept` (POST_EDITING_COLUMNS). Each row is the judgment's
+    latest answer: `revision` says which (1 = never revised, annotation.services.revisions) and
+    `revised_at` when it was given (null for a first answer).
+    `items` (a queryset of the study's items: the data manager's selection) narrows the rows to
+    those items' judgments, through a subquery at any size.
     A generator over one joined cursor of values, EXPORT_CHUNK rows a round trip: the exports
     stream it at any study size, and no model instance is built per row."""
     post_editing = has_post_editing(study)
-    judgments = (
-        Judgment.objects.filter(item__study=study)
-        .order_by("item__position", "submitted_at", "pk")
-        .values(*_JUDGMENT_VALUES, *(POST_EDITING_COLUMNS if post_editing else ()))
+    judgments = Judgment.objects.filter(item__study=study)
+    if items is not None:
+        judgments = judgments.filter(item__in=items.values("pk"))
+    judgments = judgments.order_by("item__position", "submitted_at", "pk").values(
+        *_JUDGMENT_VALUES, *(POST_EDITING_COLUMNS if post_editing else ())
     )
     for j in judgments.iterator(EXPORT_CHUNK):
         row = {
@@ -432,6 +441,8 @@ def judgment_rows(study: Study) -> Iterator[dict]:
             "voided": j["voided"],
             "void_reason": j["void_reason"],
             "shown_order": j["shown_order"],
+            "revision": j["revision"],
+            "revised_at": j["revised_at"].isoformat() if j["revised_at"] else None,
         }
         if post_editing:
             row.update({key: j[key] for key in POST_EDITING_COLUMNS})

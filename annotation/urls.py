@@ -2,7 +2,7 @@
 
 from django.urls import include, path
 
-from . import adjudication_views, views
+from . import adjudication_views, revision_views, views
 
 urlpatterns = [
     path("api/", include("annotation.api_urls")),
@@ -12,6 +12,8 @@ urlpatterns = [
     path("annotate/<id:study_id>/flag/", views.item_flag, name="item_flag"),
     path("annotate/<id:study_id>/undo/", views.submission_undo, name="submission_undo"),
     path("annotate/<id:study_id>/qualification/retry/", views.qualification_retry, name="qualification_retry"),
+    path("annotate/<id:study_id>/answers/", revision_views.answers, name="my_answers"),
+    path("annotate/<id:study_id>/answers/<id:item_id>/", revision_views.answer_revise, name="answer_revise"),
     path("studies/new/", views.study_create, name="study_create"),
     path("studies/new/<str:kind>/", views.study_create, name="study_create_kind"),
     path("studies/<id:study_id>/quality/", views.study_quality, name="study_quality"),

@@ -17,6 +17,11 @@ next-item step (deciding the item open and opening the next undecided one, media
 against the peer measured in the same run: the full disagreement list the adjudication page
 read on every view before the queue was stored (`disagreement_items`).
 
+The data manager's tables are then asked again with each filter, sort, search and a deep page
+(DATA_MANAGER_QUERIES), since those are where a 100K-item table costs: its pages are meant to
+answer within 0.5 s at 100K items. Its run has a per-query result row and a qrel per query, as a
+finished run on a collection with qrels has, so the run's query table has 100K rows too.
+
 Usage, from the project root (100K items take a few minutes to build on 2 cores):
     .venv/bin/python benchmarks/staff_pages.py [--items 100000] [--database-url URL] [--slow 1.0]
         [--adjudication-only]
@@ -39,6 +44,40 @@ sys.path.insert(0, str(ROOT / "benchmarks"))
 from paper_scale import setup_django  # noqa: E402
 
 SKIPPED = ("admin/", "static", "logout", "<path", "token", "(?P")
+# The data manager's tables with each filter, sort and search, and a page deep in the table
+# (route name -> query strings). A filter on an annotator names the first bulk annotator.
+DATA_MANAGER_QUERIES = {
+    "data_study_items": [
+        "status=partial",
+        "status=complete",
+        "agreement=unanimous",
+        "agreement=split",
+        "agreement=none",
+        "flagged=yes",
+        "adjudicated=no",
+        "annotator={annotator}",
+        "judge=bulk-judge",
+        "role=gold",
+        "search=q99999",
+        "search=query 4242",
+        "sort=-judgments",
+        "sort=-answered",
+        "agreement=split&sort=-answered&per_page=200",
+        "page=1000",
+    ],
+    "api-data-study-items": ["agreement=none", "status=complete&annotator={annotator}", "page=1500&per_page=50"],
+    "data_run_queries": [
+        "relevant=yes",
+        "max_rank=1",
+        "min_rank=2&sort=-rank",
+        "judged=yes",
+        "search=q12345",
+        "page=1000",
+    ],
+    "api-data-run-queries": ["sort=rank&page=900"],
+    "data_collection_queries": ["qrels=yes", "studied=yes", "pooled=no", "search=query 777", "sort=-id", "page=1000"],
+    "api-data-collection-queries": ["relevant=no&page=3"],
+}
 
 
 def timed_get(client, path: str) -> tuple[str, int, float, float]:
@@ -120,12 +159,15 @@ def main() -> None:
         run = study.negatives_run
         run.metrics = evaluate_run(run)  # stored when a run finishes; the factory writes hits directly
         run.save(update_fields=["metrics"])
+        add_run_results(study)
         print(f"study of {args.items:,} items x 3 judgments built in {time.perf_counter() - started:.1f} s")
+        first_item = study.items.order_by("position").first()
         ids = {
             "study_id": study.pk,
             "run_id": run.pk,
             "collection_id": study.collection_id,
-            "item_id": study.items.order_by("position").values_list("pk", flat=True).first(),
+            "item_id": first_item.pk,
+            "query_id": first_item.query_id,
         }
         client = Client()
         client.force_login(get_user_model().objects.create(username="staff-pages", is_staff=True, is_superuser=True))
@@ -133,11 +175,20 @@ def main() -> None:
         if args.adjudication_only:
             return
         failures = 0
-        for route in sorted({template for _, template in routes()}):
+        templates = dict(routes())
+        annotator = get_user_model().objects.filter(judgments__item__study=study).order_by("pk").first().username
+        asked = [(None, template) for template in sorted(set(templates.values()))]
+        asked += [
+            (query.format(annotator=annotator), templates[name])
+            for name, queries in DATA_MANAGER_QUERIES.items()
+            for query in queries
+        ]
+        for query, route in asked:
             names = re.findall(r"<(?:\w+:)?(\w+)>", route)
             if any(part in route for part in SKIPPED) or any(name not in ids for name in names):
                 continue
             path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", lambda match: str(ids[match.group(1)]), route)
+            path += f"?{query}" if query else ""
             (status, size, *first), (_, _, *second) = timed_get(client, path), timed_get(client, path)
             seconds, cpu = max(first, second)
             failures += status[0] not in "234"
@@ -148,6 +199,49 @@ def main() -> None:
         if redis_process is not None:
             stop_process(redis_process)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def add_run_results(study) -> None:
+    """What a finished run on a collection with qrels stores besides its hits: a qrel for each
+    item's gold passage and the run's per-query result (candidate-set size, the gold's exact
+    rank), written in bulk as the factory writes the study; a judge's answer on every tenth item
+    and a flag on every hundredth, for the data manager's filters."""
+    from django.contrib.auth import get_user_model
+
+    from annotation.models import Item, ItemCandidate, ItemFlag
+    from judges.models import Judge, JudgeAnswer
+    from retrieval.models import Qrel, RunQuery
+    from retrieval.planner import refresh_statistics
+
+    run = study.negatives_run
+    gold = ItemCandidate.objects.filter(item__study=study, is_gold=True).values_list(
+        "item__query_id", "passage_id", "position"
+    )
+    qrels, results = [], []
+    for query_id, passage_id, position in gold.iterator(chunk_size=10_000):
+        qrels.append(Qrel(query_id=query_id, passage_id=passage_id, relevance=1))
+        results.append(
+            RunQuery(
+                run=run,
+                query_id=query_id,
+                candidates=study.candidates_per_item,
+                gold_rank=position + 1,
+                relevant_ranks={str(passage_id): position + 1},
+            )
+        )
+    Qrel.objects.bulk_create(qrels, batch_size=5000)
+    RunQuery.objects.bulk_create(results, batch_size=5000)
+    judge = Judge.objects.create(name="bulk-judge", backend=Judge.Backend.RUN)
+    items = list(Item.objects.filter(study=study).order_by("position").values_list("pk", flat=True))
+    JudgeAnswer.objects.bulk_create(
+        [JudgeAnswer(judge=judge, item_id=pk, prompt_hash="bulk", parsed={"position": 0}) for pk in items[::10]],
+        batch_size=5000,
+    )
+    flagger = get_user_model().objects.create(username="bulk-flagger")
+    ItemFlag.objects.bulk_create(
+        [ItemFlag(item_id=pk, annotator=flagger, reason="looks broken") for pk in items[::100]], batch_size=5000
+    )
+    refresh_statistics(Qrel, RunQuery, JudgeAnswer, ItemFlag)
 
 
 if __name__ == "__main__":

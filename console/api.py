@@ -84,7 +84,11 @@ API_MAP = {
         ("uploads", "api-uploads"),
     ],
     "jobs (staff)": [("jobs", "job-list")],
-    "annotation (staff)": [("studies", "api-studies"), ("judgments", "api-judgments")],
+    "annotation (staff)": [
+        ("studies", "api-studies"),
+        ("judgments", "api-judgments"),
+        ("adjudication-reasons", "api-adjudication-global-reasons"),
+    ],
     "evaluation (staff)": [("comparisons", "evaluation:api-run-comparison")],
     "judges (staff)": [("judges", "judges:api-judges"), ("judge-secrets", "judges:api-judge-secrets")],
     "recruiting and webhooks (staff)": [("invitations", "api-invitations"), ("webhooks", "api-webhooks")],

@@ -27,6 +27,7 @@ from annotation.models import (
     Item,
     ItemCandidate,
     Judgment,
+    JudgmentRevision,
     Rework,
     Study,
     StudyBlock,
@@ -345,13 +346,17 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
     The large tables are summed up by the database, not read (reading every item was about a
     third of the cost of serving a cached report at 100K items). A count and the largest id
     show any insertion or deletion, since ids only grow (SQLite's AUTOINCREMENT and Postgres'
-    sequences never give one out again). Candidates are never edited, judgments only voided,
-    which is never undone: the count of voided judgments shows each. Which judgments count
+    sequences never give one out again). Candidates are never edited; judgments are only voided,
+    which is never undone (the count of voided judgments shows each), or revised by their
+    annotator, which records a JudgmentRevision first (their count and largest id show each). Which judgments count
     follows from these, the items' roles and the blocks. Roles and known answers are edited:
     the items that are not plain work items (hidden gold, qualification, or with a known
     answer) are listed."""
     every = Judgment.objects.filter(item__study=study).aggregate(
         count=Count("id"), last=Max("id"), voided=Count("id", filter=Q(voided=True)), last_voided=Max("voided_at")
+    )
+    revisions = JudgmentRevision.objects.filter(judgment__item__study=study).aggregate(
+        count=Count("id"), last=Max("id")
     )
     study_items = Item.objects.filter(study=study)
     items = {
@@ -393,6 +398,7 @@ def report_fingerprint(study: Study, runs: Iterable[Run]) -> str:
             study.candidate_order,
         ],
         "judgments": every,
+        "revisions": revisions,
         "items": items,
         "candidates": candidates,
         "blocks": blocks,

@@ -21,6 +21,7 @@ import numpy as np
 from django.utils import timezone
 
 from annotation.models import Study
+from annotation.services.revisions import revision_summary
 from evaluation import agreement
 from evaluation.chance import chance_section
 from evaluation.crowd_report import crowd_sections
@@ -231,14 +232,15 @@ def _random_section(study: Study, complete_items: int) -> dict:
 
 def study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:
     """The report of the study's kind, as a JSON-ready dict; a post-editing study's has its
-    conditions compared (`post_editing`)."""
+    conditions compared (`post_editing`); every report says how many of its judgments were
+    revised by their annotators (`revisions`: every figure reads the latest revision)."""
     if study.kind == Study.Kind.PROXY:
         report = proxy_study_report(study, model_runs)
     elif study.kind == Study.Kind.PREFERENCE:
         report = preference_study_report(study, model_runs)
     else:
         report = label_study_report(study, model_runs)
-    return {**report, **post_editing_report(study)}
+    return {**report, **post_editing_report(study), "revisions": revision_summary(study)}
 
 
 def proxy_study_report(study: Study, model_runs: Sequence[Run] = ()) -> dict:

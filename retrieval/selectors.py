@@ -98,40 +98,45 @@ def require_done(run: Run, field: str = "run") -> Run:
     return run
 
 
-def trec_run_lines(run: Run) -> Iterable[str]:
+def trec_run_lines(run: Run, queries: QuerySet[Query] | None = None) -> Iterable[str]:
     """The run's hits as TREC run lines, `qid Q0 docid rank score tag`, scores printed exactly
-    (shortest round-trip repr). Refuses (InputError) a run that is not done, before any line."""
+    (shortest round-trip repr); only `queries`' hits when given (a subquery: any number).
+    Refuses (InputError) a run that is not done, before any line."""
     require_done(run)
-    return _trec_run_lines(run)
+    return _trec_run_lines(run, queries)
 
 
-def _trec_run_lines(run: Run) -> Iterable[str]:
+def _trec_run_lines(run: Run, queries: QuerySet[Query] | None = None) -> Iterable[str]:
     tag = run.tag
-    hits = (
-        Hit.objects.filter(run=run)
-        .order_by("query__ordinal", "query_id", "rank")
-        .values_list("query__external_id", "passage__external_id", "rank", "score")
+    hits = Hit.objects.filter(run=run)
+    if queries is not None:
+        hits = hits.filter(query__in=queries.values("pk"))
+    hits = hits.order_by("query__ordinal", "query_id", "rank").values_list(
+        "query__external_id", "passage__external_id", "rank", "score"
     )
     for query_id, passage_id, rank, score in hits.iterator(chunk_size=10000):
         yield f"{query_id} Q0 {passage_id} {rank} {score!r} {tag}"
 
 
-def relevant_rank_lines(run: Run) -> Iterable[str]:
+def relevant_rank_lines(run: Run, queries: QuerySet[Query] | None = None) -> Iterable[str]:
     """What `evaluate_run` reads beyond the TREC file: one JSON line per query of the run, in
     collection order, with `query` (external id), `candidates` (its candidate set's size),
     `stored_hits` (lines of the TREC file) and `ranks` (each relevant passage of the collection's
     qrels that lies in the candidate set -> its exact rank over the whole set, best first). A
-    relevant passage not listed is outside the set: no ranking reaches it. Refuses a run that
-    is not done, before any line."""
+    relevant passage not listed is outside the set: no ranking reaches it. Only `queries`' lines
+    when given. Refuses a run that is not done, before any line."""
     require_done(run)
-    return _relevant_rank_lines(run)
+    return _relevant_rank_lines(run, queries)
 
 
-def _relevant_rank_lines(run: Run) -> Iterable[str]:
-    per_query = Hit.objects.filter(run=run).order_by().values("query_id").annotate(n=Count("pk"))
+def _relevant_rank_lines(run: Run, queries: QuerySet[Query] | None = None) -> Iterable[str]:
+    hits, results = Hit.objects.filter(run=run), run.query_results.all()
+    if queries is not None:
+        hits, results = hits.filter(query__in=queries.values("pk")), results.filter(query__in=queries.values("pk"))
+    per_query = hits.order_by().values("query_id").annotate(n=Count("pk"))
     stored = {row["query_id"]: row["n"] for row in per_query}
     results = list(
-        run.query_results.order_by("query__ordinal", "query_id").values_list(
+        results.order_by("query__ordinal", "query_id").values_list(
             "query_id", "query__external_id", "candidates", "relevant_ranks"
         )
     )

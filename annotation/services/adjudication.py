@@ -32,7 +32,9 @@ Decisions, in one place:
   with the reason. The queue then serves the item to annotators again, judgments_per_item
   fresh slots, never to those who judged it before (one judgment per annotator and item, voided
   or not); once two of the new round are in, the item returns to the adjudication queue. No
-  judgment is deleted or written twice.
+  judgment is deleted or written twice. The data manager's bulk send-back
+  (annotation.services.rework) goes through the same send_items_back, so a Rework is the one
+  record of a send-back whichever page sent the item back.
 - Preference studies have no queue and no item in the workspace: their disagreements are data
   (the Bradley-Terry scores weigh every answer), not errors to decide, as
   `quality.disagreement_items` lists none.
@@ -46,8 +48,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
-from django.db import transaction
-from django.db.models import Count, Max
+from django.db import connection, transaction
+from django.db.models import Count, Max, QuerySet
 
 from retrieval.errors import InputError
 from retrieval.input_rules import check_text
@@ -66,7 +68,7 @@ from ..models import (
 from ..provenance import agreement, answer_column, answer_scale, as_key
 from ..selectors import counted_judgments
 from .quality import adjudicate, adjudication_payload, share_of
-from .queue import annotator_refusal, lock_rows, void_judgment
+from .queue import annotator_refusal, lock_rows, void_in_bulk
 
 ADJUDICATE_PERMISSION = "annotation.adjudicate"
 DEFAULT_REASONS = ("Guideline gap", "Ambiguous item", "Annotator error", "Broken item")
@@ -417,32 +419,70 @@ def send_back(item: Item, *, by, reason: str, note: str = "") -> Rework:
     if study.kind == Study.Kind.PREFERENCE:
         raise InputError(f"study {study.pk} is a preference study: items are not sent back", field="study")
     reason = require_reason(study, reason, required=True)
+    with transaction.atomic():
+        reworks = send_items_back(study, Item.objects.filter(pk=item.pk), by=by, reason=reason, note=note)
+        if not reworks:
+            raise InputError(f"item {item.pk} has no judgment to send back", field="item")
+    return reworks[0]
+
+
+def sent_back_reason(reason: str, note: str = "") -> str:
+    """The void reason of a judgment sent back: label provenance and the item pages read a
+    send-back from it, whichever path sent the item back."""
+    return f"{SENT_BACK_PREFIX}: {reason}" + (f" ({note})" if note else "")
+
+
+def send_items_back(study: Study, items: QuerySet[Item], *, by, reason: str, note: str = "") -> list[Rework]:
+    """Send back those of `items` (the study's; a queryset of any size, read through subqueries)
+    that have live judgments: each gets one Rework with the ids of the judgments it voided and
+    the decision it withdrew, its Adjudication and queue entry are dropped, and every one of its
+    live judgments is voided under sent_back_reason, freeing its slots. The one implementation
+    behind the workspace's send_back (one item, a reason from the study's list) and the data
+    manager's bulk send-back (annotation.services.rework), so label provenance, the queue and the
+    item pages read both alike. Items without live judgments change nothing. The Reworks, in item
+    id order. A fixed number of statements whatever the count, besides the Reworks' inserts, which
+    bulk_create batches as the database allows (about 140 a statement on SQLite, 2,000 on Postgres).
+
+    The items sent back are locked first (a submission locks its item, so none lands between
+    reading the judgments and voiding them); the voids are UPDATEs that fire no post_save, and
+    dropping the items' entries is all they change in a stored queue, which therefore keeps
+    holding (as it did or did not before)."""
     note = (note or "").strip()
     with transaction.atomic():
-        lock_rows(Item.objects.filter(pk=item.pk))
-        queue = AdjudicationQueue.objects.filter(study=study).first()
-        held = queue_holds(queue, study)
-        judgments = list(Judgment.objects.filter(item=item, voided=False).order_by("pk"))
-        if not judgments:
-            raise InputError(f"item {item.pk} has no judgment to send back", field="item")
-        adjudication = Adjudication.objects.filter(item=item).select_related("choice", "decided_by").first()
-        void_reason = f"{SENT_BACK_PREFIX}: {reason}" + (f" ({note})" if note else "")
-        for judgment in judgments:
-            void_judgment(judgment, by=by, reason=void_reason)
-        rework = Rework.objects.create(
-            item=item,
-            reason=reason,
-            note=note,
-            judgments=[judgment.pk for judgment in judgments],
-            withdrawn_decision=adjudication_payload(adjudication),
-            sent_by=by,
+        live = Judgment.objects.filter(item__study=study, item__in=items.values("pk"), voided=False)
+        sent = Item.objects.filter(study=study, pk__in=live.values("item_id"))
+        if connection.features.has_select_for_update:
+            list(sent.select_for_update().values_list("pk", flat=True))
+        voided: dict[int, list[int]] = defaultdict(list)
+        for item_id, judgment_id in live.order_by("item_id", "pk").values_list("item_id", "pk").iterator(10_000):
+            voided[item_id].append(judgment_id)
+        if not voided:
+            return []
+        withdrawn = {
+            adjudication.item_id: adjudication_payload(adjudication)
+            for adjudication in Adjudication.objects.filter(item__in=sent.values("pk"))
+            .select_related("choice", "decided_by")
+            .iterator(2000)
+        }
+        reworks = Rework.objects.bulk_create(
+            [
+                Rework(
+                    item_id=item_id,
+                    reason=reason,
+                    note=note,
+                    judgments=judgments,
+                    withdrawn_decision=withdrawn.get(item_id),
+                    sent_by=by,
+                )
+                for item_id, judgments in voided.items()
+            ],
+            batch_size=2000,
         )
-        if adjudication is not None:
-            adjudication.delete()
-        AdjudicationQueueEntry.objects.filter(item=item).delete()
-        if held:  # the voids marked it stale; what they changed is applied right here
-            AdjudicationQueue.objects.filter(pk=queue.pk).update(stale=False)
-    return rework
+        # Before the voids: `sent` reads the items through their live judgments.
+        Adjudication.objects.filter(item__in=sent.values("pk")).delete()
+        AdjudicationQueueEntry.objects.filter(item__in=sent.values("pk")).delete()
+        void_in_bulk(live, by=by, reason=sent_back_reason(reason, note))
+    return reworks
 
 
 def rework_payload(rework: Rework) -> dict:

@@ -9,10 +9,11 @@ answer they just gave, and read more of the book around a candidate.
   study is withdrawn and its claim reopened for them alone (its slot never goes back to the
   queue, so nobody else can take it meanwhile), as long as nobody else has seen the answer yet:
   no peer review drawn, not voided, the item not adjudicated, (adaptive preference studies) no
-  new pairs chosen from it, and as long as the annotator has not skipped an item since (a skip is
+  new pairs chosen from it, never revised (revisions.py keeps a revised answer's history, which a
+  deletion would lose), and as long as the annotator has not skipped an item since (a skip is
   their next decision: the answer before it is settled, and the page stops offering it). The
-  claim they took on the next item is returned to the queue. Afterwards judgments are immutable
-  as before.
+  claim they took on the next item is returned to the queue. Afterwards only a recorded revision
+  may change the answer, where the study allows it.
 - More context: for studies that allow it, the sentences before and after a candidate of the
   item the annotator holds, read from the candidate's book.
 
@@ -171,6 +172,8 @@ def _undo_refusal(study: Study, judgment: Judgment, now: datetime) -> str | None
         return f"answers can be taken back only within {undo_seconds():g} seconds; this one is final"
     if judgment.assignment_id is None:
         return "this answer holds no claim to reopen"
+    if judgment.revision > 1:
+        return "you revised this answer; its earlier versions are kept, so it can no longer be taken back"
     if Assignment.objects.filter(
         item__study=study,
         annotator_id=judgment.annotator_id,

@@ -335,7 +335,7 @@ def submit_judgment(
             # shape (how many candidates, how long its texts are). A claim revived here is rolled
             # back with the rest when the answer is then rejected.
             assignment = active or _revived_claim(item, claims)
-            answer, order = _resolve_answer(
+            answer, order = resolve_answer(
                 item,
                 annotator,
                 candidate=candidate,
@@ -415,12 +415,12 @@ def _submit_qualification_answer(annotator, item: Item, **parts) -> Submission:
             return Submission(None, created=False, qualification_answer=stored)
         if study.status != Study.Status.OPEN:
             raise SubmissionRejected("this study is closed", conflict=True)
-        answer, _order = _resolve_answer(item, annotator, **parts)
+        answer, _order = resolve_answer(item, annotator, **parts)
         recorded = record_answer(state.current, item, answer)
     return Submission(None, created=True, qualification_answer=recorded)
 
 
-def _resolve_answer(
+def resolve_answer(
     item: Item, annotator, *, candidate_id: int | None = None, position=None, selections=None, **parts
 ) -> tuple[Answer, list[int]]:
     """The answer validated against the study's kind and schema (a malformed one is rejected
@@ -489,17 +489,50 @@ def clamp_seconds(seconds) -> float | None:
     return min(MAX_REPORTED_SECONDS, max(0.0, value))
 
 
+MAX_VOID_REASON = 2000
+
+
+def clean_void_reason(reason) -> str:
+    """A void's reason, stripped: required, at most MAX_VOID_REASON characters (the page form's
+    limit) and free of NUL characters (which Postgres refuses to store). Every void path, one
+    judgment or many (rework.py), reads its reason through here."""
+    reason = reason.strip() if isinstance(reason, str) else ""
+    if not reason:
+        raise InputError("a reason is required to void a judgment", field="reason")
+    if len(reason) > MAX_VOID_REASON:
+        raise InputError(f"at most {MAX_VOID_REASON} characters", field="reason")
+    if "\x00" in reason:
+        raise InputError("NUL characters are not allowed", field="reason")
+    return reason
+
+
+def void_in_bulk(judgments: QuerySet[Judgment], *, by, reason: str) -> int:
+    """Void the live `judgments` (a queryset at any size) with the cleaned `reason` and free their
+    slots, as void_judgment does one at a time, in two UPDATE statements over subqueries (never a
+    per-row save, nor an IN list of every id); how many were voided. Inside the caller's
+    transaction. On Postgres the judgments are locked first, then their assignments written: the
+    order void_judgment and undo follow, so a racing undo either finds its judgment voided or has
+    deleted it already (SQLite's IMMEDIATE transactions serialise every writer). No post_save
+    fires: callers that change what the adjudication queue orders say so themselves."""
+    judgments = judgments.filter(voided=False)
+    if connection.features.has_select_for_update:
+        list(judgments.select_for_update().values_list("pk", flat=True))
+    Assignment.objects.filter(pk__in=judgments.filter(assignment__isnull=False).values("assignment_id")).update(
+        state=Assignment.State.VOIDED
+    )
+    return judgments.update(voided=True, void_reason=reason, voided_by=by, voided_at=timezone.now())
+
+
 def void_judgment(judgment: Judgment, *, by, reason: str) -> Judgment:
     """Exclude a judgment from statistics, keeping it for the record. Its slot is freed, so the
     item goes back to the queue for someone else (never the same annotator: one judgment per
     item and annotator, voided or not). Voiding twice keeps the first reason."""
-    if not reason or not reason.strip():
-        raise InputError("a reason is required to void a judgment", field="reason")
+    reason = clean_void_reason(reason)
     with transaction.atomic():
         judgment = Judgment.objects.select_for_update().get(pk=judgment.pk)
         if judgment.voided:
             return judgment
-        judgment.voided, judgment.void_reason = True, reason.strip()
+        judgment.voided, judgment.void_reason = True, reason
         judgment.voided_by, judgment.voided_at = by, timezone.now()
         judgment.save(update_fields=["voided", "void_reason", "voided_by", "voided_at"])
         if judgment.assignment_id:

@@ -241,6 +241,10 @@ ANNOTATOR_ROUTES = {
     "api-annotate-flag",
     "api-annotate-undo",
     "api-annotate-context",
+    "api-annotate-answers",
+    "api-annotate-answer",
+    "my_answers",
+    "answer_revise",
     "item_skip",
     "item_flag",
     "submission_undo",
@@ -288,6 +292,7 @@ def concrete_path(name: str | None, template: str, world: World) -> str:
         "run_id": world.run.pk,
         "pk": pk,
         "item_id": world.judged_item.pk,
+        "query_id": world.judged_item.query_id,
         "flag_id": world.flag.pk,
         "judgment_id": world.victim_judgment.pk,
         "username": VICTIM,
@@ -966,3 +971,103 @@ def test_an_adjudicator_cannot_reach_a_gold_item_or_another_studys_item_through_
         decided = client.post(f"{base}/{item.pk}/decide/", {"position": 0, "reason": "Broken item"}, format="json")
         assert decided.status_code == 404
     assert not Adjudication.objects.filter(item__in=[world.gold_item, other.items.get()]).exists()
+
+
+# --- going back to earlier answers: only one's own, only where the study allows it -------------------
+
+
+def revision_world():
+    """A relevance study that allows revisions: the victim and the attacker each answered the
+    first item on the web, the victim alone the second."""
+    study = make_label_study(
+        items=3, judgments_per_item=2, label_schema={"rationale": "optional"}, allow_revisions=True
+    )
+    victim, attacker = make_annotator(VICTIM), make_annotator("attacker")
+    first, second = study.items.order_by("position")[:2]
+    for person, item, rationale in (
+        (victim, first, "VICTIM-RATIONALE"),
+        (attacker, first, "mine"),
+        (victim, second, ""),
+    ):
+        Assignment.objects.create(
+            item=item,
+            annotator=person,
+            slot=Assignment.objects.filter(item=item).count(),
+            expires_at=timezone.now() + timedelta(minutes=5),
+        )
+        submit_judgment(annotator=person, item=item, label=1, rationale=rationale)
+    return study, victim, attacker, first, second
+
+
+def test_the_revision_routes_reach_only_the_annotators_own_answers():
+    study, victim, attacker, shared, victims_only = revision_world()
+    before = sorted(Judgment.objects.values_list("pk", "label", "rationale", "revision"))
+    client, browser = api_client(attacker), session_client(attacker)
+    listing = client.get(f"/api/annotate/{study.pk}/answers/")
+    assert [row["item"] for row in listing.json()["results"]] == [shared.pk]
+    # The victim's answer to an item the attacker did not judge: 404 whatever the method.
+    for response in (
+        client.get(f"/api/annotate/{study.pk}/answers/{victims_only.pk}/"),
+        client.post(f"/api/annotate/{study.pk}/answers/{victims_only.pk}/", {"label": 0}, format="json"),
+        browser.get(f"/annotate/{study.pk}/answers/{victims_only.pk}/"),
+        browser.post(f"/annotate/{study.pk}/answers/{victims_only.pk}/", {"label": "0"}),
+    ):
+        assert response.status_code == 404
+    assert sorted(Judgment.objects.values_list("pk", "label", "rationale", "revision")) == before
+    # On the item both judged, the attacker reads and revises their own answer, never the victim's.
+    shown = client.get(f"/api/annotate/{study.pk}/answers/{shared.pk}/")
+    page = browser.get(f"/annotate/{study.pk}/answers/{shared.pk}/")
+    for body, is_json in (
+        (shown.content.decode(), True),
+        (page.content.decode(), False),
+        (listing.content.decode(), True),
+    ):
+        assert not leaks(body, [VICTIM, "VICTIM-RATIONALE", STAFF], keys=is_json), body[:300]
+    assert shown.json()["answer"]["rationale"] == "mine"
+    client.post(f"/api/annotate/{study.pk}/answers/{shared.pk}/", {"label": 0}, format="json")
+    assert Judgment.objects.get(item=shared, annotator=victim).label == 1
+    assert Judgment.objects.get(item=shared, annotator=attacker).label == 0
+
+
+def test_the_revision_routes_refuse_where_the_study_does_not_allow_revisions():
+    study, _victim, attacker, shared, _ = revision_world()
+    Study.objects.filter(pk=study.pk).update(allow_revisions=False)
+    client, browser = api_client(attacker), session_client(attacker)
+    responses = [
+        client.get(f"/api/annotate/{study.pk}/answers/"),
+        client.get(f"/api/annotate/{study.pk}/answers/{shared.pk}/"),
+        client.post(f"/api/annotate/{study.pk}/answers/{shared.pk}/", {"label": 0}, format="json"),
+        browser.get(f"/annotate/{study.pk}/answers/"),
+        browser.post(f"/annotate/{study.pk}/answers/{shared.pk}/", {"label": "0"}),
+    ]
+    assert [response.status_code for response in responses] == [403] * 5
+    assert "does not let annotators revise" in responses[0].json()["detail"]
+    assert Judgment.objects.get(item=shared, annotator=attacker).label == 1
+
+
+def test_a_blocked_or_signed_out_annotator_reaches_no_answer():
+    study, _victim, attacker, shared, _ = revision_world()
+    block_annotator(study, attacker, by=None, reason="spam")
+    assert api_client(attacker).get(f"/api/annotate/{study.pk}/answers/").status_code == 403
+    assert (
+        api_client(attacker)
+        .post(f"/api/annotate/{study.pk}/answers/{shared.pk}/", {"label": 0}, format="json")
+        .status_code
+        == 403
+    )
+    anonymous = session_client()
+    assert refused(anonymous, anonymous.get(f"/annotate/{study.pk}/answers/"))
+    assert api_client().get(f"/api/annotate/{study.pk}/answers/").status_code in (401, 403)
+    assert Judgment.objects.get(item=shared, annotator=attacker).label == 1
+
+
+def test_an_item_of_another_study_named_through_this_study_is_nobodys_answer_here():
+    study, _victim, attacker, _shared, _ = revision_world()
+    elsewhere = make_label_study(items=1, judgments_per_item=1, allow_revisions=True)
+    item = elsewhere.items.get()
+    Assignment.objects.create(item=item, annotator=attacker, slot=0, expires_at=timezone.now() + timedelta(minutes=5))
+    submit_judgment(annotator=attacker, item=item, label=1)
+    client = api_client(attacker)
+    assert client.get(f"/api/annotate/{study.pk}/answers/{item.pk}/").status_code == 404
+    assert client.post(f"/api/annotate/{study.pk}/answers/{item.pk}/", {"label": 0}, format="json").status_code == 404
+    assert Judgment.objects.get(item=item).label == 1

@@ -1,13 +1,14 @@
 """The judgment exports byte for byte: four small studies with fixed ids and times export exactly
 the text in fixtures/judgment_export.{jsonl,csv,json}, which the export wrote when it still
 built a model instance per row (issue 14 made it read rows with values_list), with the
-`shown_order` column added since (issue 24 point 4) and the item's label and its provenance
-(`item_label`, `label_source`, `label_method`, `reworks`: issue 24 point 2); neither addition
-changed any other byte. Between them the studies hold every kind of field: a chosen candidate
-right and wrong, a gold item, labels with spans, rubric and a rationale that CSV must quote
-(comma, quotes, newline, non-ASCII), multi-select answers matching their expected positions or
-not, no known answer (correct is null), a recorded presentation order or none, missing and zero
-seconds, unsure, an imported and a voided judgment, and no judgments at all."""
+`shown_order` column added since (issue 24 point 4), the item's label and its provenance
+(`item_label`, `label_source`, `label_method`, `reworks`: issue 24 point 2), and `revision` and
+`revised_at` (revisions, issue 21); no addition changed any other byte. Between them the studies
+hold every kind of field: a chosen candidate right and wrong, a gold item, labels with spans,
+rubric and a rationale that CSV must quote (comma, quotes, newline, non-ASCII), multi-select
+answers matching their expected positions or not, no known answer (correct is null), a recorded
+presentation order or none, missing and zero seconds, unsure, an imported, a voided and a revised
+judgment, and no judgments at all."""
 
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -79,6 +80,7 @@ def fixed_studies() -> list[Study]:
     )
     judgment(9231, graded, ann_b, 4, label=1, rubric={"clarity": 0, "novelty": 1})
     judgment(9232, open_item, zoe, 6, label=0, server_seconds=2.5)
+    Judgment.objects.filter(pk=9232).update(revision=2, revised_at=STARTED + timedelta(minutes=7))
 
     quotability = study(9300, Study.Kind.QUOTABILITY)
     chosen = item(9310, quotability, 0, expected=[0, 2], shown=3)
