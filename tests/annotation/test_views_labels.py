@@ -297,7 +297,7 @@ def test_staff_create_a_relevance_study_with_rubric_and_quality_settings(client)
 @pytest.mark.parametrize(
     ("changes", "field", "message"),
     [
-        ({"rubric": "[{"}, "rubric", "not valid JSON"),
+        ({"rubric": "[{"}, "rubric", "Not valid JSON"),
         ({"rubric": '[{"name": "quality"}]'}, "rubric", "rubric[0].values"),
         ({"runs": []}, "runs", "at least one run"),
         ({"qualification_threshold": "0.9", "qualification_questions": "5"}, "qualification_questions", "known answer"),
