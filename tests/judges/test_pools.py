@@ -129,7 +129,7 @@ def test_a_bad_qrels_file_is_one_line_naming_file_line_and_field_and_writes_noth
         call_command("import_judge_labels", "lab", str(path), "--collection", collection.name)
 
     assert message in str(refused.value) and "\n" not in str(refused.value)
-    assert not Judge.objects.exists() and not JudgeAnswer.objects.exists()
+    assert not Judge.objects.filter(name="lab").exists() and not JudgeAnswer.objects.exists()
 
 
 def test_bytes_that_are_no_text_and_a_missing_file_are_refused_in_one_line(tmp_path):
@@ -140,7 +140,7 @@ def test_bytes_that_are_no_text_and_a_missing_file_are_refused_in_one_line(tmp_p
         with pytest.raises(CommandError) as refused:
             call_command("import_judge_labels", "lab", str(target), "--collection", collection.name)
         assert target.name in str(refused.value) and "\n" not in str(refused.value)
-    assert not Judge.objects.exists()
+    assert not Judge.objects.filter(name="lab").exists()
 
 
 def test_an_imported_judge_is_made_only_by_importing_and_labels_no_pool(tmp_path):
