@@ -119,6 +119,17 @@ def lock_rows(queryset: QuerySet) -> None:
         queryset.select_for_update().values_list("pk", flat=True).first()
 
 
+def lock_item_unless_taken(item_id: int) -> bool:
+    """Lock the item's row unless another transaction holds it (SKIP LOCKED): False then. A claim
+    walks the neediest items in an order of its own and keeps the locks it took on full ones, so
+    two claimers waiting for each other's next item deadlocked under twenty annotators; one that
+    never waits cannot, and an item someone else is claiming or answering is no better a pick."""
+    if not connection.features.has_select_for_update:
+        return True
+    locked = Item.objects.filter(pk=item_id).select_for_update(skip_locked=True).values_list("pk", flat=True)
+    return locked.first() is not None
+
+
 def claim_next_item(study: Study, annotator) -> Assignment | None:
     """The annotator's current claim in the study, or a new claim on the item that most needs a
     judgment and that they have not judged; None when nothing is left for them.
@@ -182,7 +193,8 @@ def _claim(study: Study, annotator, limit: int | None) -> Assignment | None:
     if not needy:  # an adaptive pool draws its next pair for them (services/pools.py)
         needy = draw_for_claim(study)
     for item_id in needy:
-        lock_rows(Item.objects.filter(pk=item_id))
+        if not lock_item_unless_taken(item_id):
+            continue
         slot = free_slot(item_id, study.judgments_per_item)
         if slot is not None:
             assignment = Assignment.objects.create(
