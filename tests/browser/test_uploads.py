@@ -109,6 +109,6 @@ def test_a_bad_upload_shows_its_one_line_error(staff_page, platform, tmp_path):
     assert "broken-beir" not in collections(platform)
 
     upload(staff_page, "book", broken)  # a zip is no book: refused before any job
-    expect(staff_page.locator(".upload-error")).to_have_text(
-        "field 'file': broken-beir.zip: a Book (.txt) upload ends in .txt"
+    expect(staff_page.locator(".upload-error")).to_have_text(  # the page's words, not the command line's
+        "File: broken-beir.zip: a Book (.txt) upload ends in .txt."
     )
