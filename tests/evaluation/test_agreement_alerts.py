@@ -60,7 +60,7 @@ def study():
     return study
 
 
-def hook(events=EVENT_NAMES, url="https://hooks.example.org/marginalia") -> Webhook:
+def hook(events=EVENT_NAMES, url="http://127.0.0.1:9/marginalia") -> Webhook:
     """An outbox row is all these tests look at; nothing is sent to this address."""
     return make_webhook(url, SECRET, events=list(events))
 
