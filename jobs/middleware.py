@@ -1,7 +1,8 @@
 """A page that queues work while the task queue cannot be reached answers 503 with the one-line
 reason (templates/503.html), whichever view it was: pages that show the refusal in their own
 layout catch BrokerUnavailable themselves (the upload form beside its fields, the study report
-page with what to start), and this is the rest (any future page that queues work). The REST API has its own translation (retrieval.api's handler)."""
+page with what to start), and this is the rest (any future page that queues work). The REST API
+has its own translation (retrieval.api's handler)."""
 
 from django.shortcuts import render
 
