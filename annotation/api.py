@@ -221,10 +221,10 @@ class ContextView(APIView):
     def get(self, request, study_id):
         study = get_object_or_404(Study, pk=study_id)
         candidate = request.query_params.get("candidate", "")
-        if not candidate.isdigit():
+        if (candidate_id := parse_id(candidate)) is None:
             raise ValidationError({"candidate": ["give the candidate id: ?candidate=ID"]})
         try:
-            return Response(candidate_context(study, request.user, int(candidate)))
+            return Response(candidate_context(study, request.user, candidate_id))
         except SubmissionRejected as exc:
             return _conflict(exc)
 

@@ -20,6 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from retrieval.fields import AsciiIntegerField
+from retrieval.input_rules import parse_id
 
 from .models import AnnotatorFlag, Item, ItemCandidate, PeerReview, Study, StudyBlock
 from .services import annotator_refusal
@@ -293,9 +294,9 @@ class DesignateView(APIView):
                 raise ValidationError({"items": [f"no item {missing[0]} in this study"]})
         expected = {}
         for key, value in data.get("expected", {}).items():
-            if not str(key).isdigit():
+            if (item_id := parse_id(str(key))) is None:
                 raise ValidationError({"expected": [f"keys are item ids, got {key!r}"]})
-            expected[int(key)] = value
+            expected[item_id] = value
         chosen = designate_items(
             study, data["role"], count=data.get("count"), items=items, expected=expected, seed=data.get("seed")
         )

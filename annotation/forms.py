@@ -8,7 +8,8 @@ from django import forms
 from django.contrib.auth import get_user_model
 
 from retrieval.errors import InputError
-from retrieval.input_rules import load_json
+from retrieval.fields import AsciiFloatFormField, AsciiIntegerFormField
+from retrieval.input_rules import is_digits, load_json
 from retrieval.models import Collection, Document, Run
 
 from .label_schema import RATIONALE_MODES, SCALES, SPAN_TARGETS
@@ -140,21 +141,21 @@ class QualitySettingsForm(forms.Form):
     """The quality-control settings every kind of study may have (shares between 0 and 1). Left
     empty, a setting keeps the service's default; an empty threshold means no qualification round."""
 
-    qualification_threshold = forms.FloatField(
+    qualification_threshold = AsciiFloatFormField(
         min_value=0,
         max_value=1,
         required=False,
         label="Qualification pass threshold",
         help_text="Share correct needed, e.g. 0.9. Empty: no qualification round.",
     )
-    qualification_questions = forms.IntegerField(
+    qualification_questions = AsciiIntegerFormField(
         min_value=0,
         required=False,
         initial=0,
         label="Qualification questions",
         help_text="Items with a known answer (from the qrels) drawn as the round's questions.",
     )
-    qualification_attempts = forms.IntegerField(
+    qualification_attempts = AsciiIntegerFormField(
         min_value=1,
         max_value=20,
         required=False,
@@ -162,7 +163,7 @@ class QualitySettingsForm(forms.Form):
         label="Qualification attempts",
         help_text="Retries allowed, the first included.",
     )
-    gold_rate = forms.FloatField(
+    gold_rate = AsciiFloatFormField(
         min_value=0,
         max_value=1,
         required=False,
@@ -170,10 +171,10 @@ class QualitySettingsForm(forms.Form):
         label="Hidden gold rate",
         help_text="Share of formal items that are hidden gold checks.",
     )
-    gold_accuracy_threshold = forms.FloatField(
+    gold_accuracy_threshold = AsciiFloatFormField(
         min_value=0, max_value=1, required=False, initial=0.7, help_text="Flag annotators below this gold accuracy."
     )
-    fast_fraction = forms.FloatField(
+    fast_fraction = AsciiFloatFormField(
         min_value=0,
         max_value=1,
         required=False,
@@ -181,14 +182,14 @@ class QualitySettingsForm(forms.Form):
         label="Too-fast fraction",
         help_text="Flag annotators whose median time is below this share of the study's.",
     )
-    peer_review_rate = forms.FloatField(
+    peer_review_rate = AsciiFloatFormField(
         min_value=0,
         max_value=1,
         required=False,
         initial=0.0,
         help_text="Share of each annotator's judgments sampled for peer review.",
     )
-    peer_pass_target = forms.FloatField(
+    peer_pass_target = AsciiFloatFormField(
         min_value=0, max_value=1, required=False, initial=0.95, label="Peer pass-rate target"
     )
 
@@ -234,12 +235,12 @@ class StudyBasicsForm(ServiceErrorsMixin, forms.Form):
 
     name = forms.CharField(max_length=200)
     collection = forms.ModelChoiceField(queryset=Collection.objects.order_by("name"))
-    judgments_per_item = forms.IntegerField(min_value=1, max_value=MAX_JUDGMENTS_PER_ITEM, initial=3)
-    seed = forms.IntegerField(initial=0, help_text="Same seed, same data: the same items in the same order.")
-    context_left = forms.IntegerField(
+    judgments_per_item = AsciiIntegerFormField(min_value=1, max_value=MAX_JUDGMENTS_PER_ITEM, initial=3)
+    seed = AsciiIntegerFormField(initial=0, help_text="Same seed, same data: the same items in the same order.")
+    context_left = AsciiIntegerFormField(
         min_value=0, max_value=MAX_CONTEXT_SENTENCES, initial=4, label="Context sentences on the left"
     )
-    context_right = forms.IntegerField(
+    context_right = AsciiIntegerFormField(
         min_value=0, max_value=MAX_CONTEXT_SENTENCES, initial=4, label="Context sentences on the right"
     )
     guidelines = forms.CharField(widget=forms.Textarea(attrs={"rows": 5}), required=False)
@@ -249,7 +250,7 @@ class StudyBasicsForm(ServiceErrorsMixin, forms.Form):
         widget=forms.CheckboxSelectMultiple,
         help_text="Who may work on it. None ticked: every active annotator.",
     )
-    claim_minutes = forms.IntegerField(
+    claim_minutes = AsciiIntegerFormField(
         min_value=1,
         initial=30,
         label="Claim expires after (minutes)",
@@ -271,8 +272,8 @@ class ProxyStudyForm(StudyBasicsForm, PresentationSettingsForm, QualitySettingsF
         label="Negatives from run",
         help_text="The best-ranked usable passages of this run become the negatives.",
     )
-    items = forms.IntegerField(min_value=1, initial=100, label="Number of items")
-    candidates = forms.IntegerField(
+    items = AsciiIntegerFormField(min_value=1, initial=100, label="Number of items")
+    candidates = AsciiIntegerFormField(
         min_value=MIN_CANDIDATES,
         max_value=MAX_CANDIDATES,
         initial=3,
@@ -380,9 +381,9 @@ class RelevanceStudyForm(LabelSchemaForm, PresentationSettingsForm, QualitySetti
         widget=forms.CheckboxSelectMultiple,
         help_text="Their top hits are pooled (deduplicated) into (query, passage) items.",
     )
-    depth = forms.IntegerField(min_value=1, initial=10, label="Top k of each run")
+    depth = AsciiIntegerFormField(min_value=1, initial=10, label="Top k of each run")
     use_pools = forms.BooleanField(required=False, label="Add each query's own pool")
-    n_queries = forms.IntegerField(
+    n_queries = AsciiIntegerFormField(
         min_value=1,
         required=False,
         label="Number of queries",
@@ -397,17 +398,19 @@ class RelevanceStudyForm(LabelSchemaForm, PresentationSettingsForm, QualitySetti
         help_text="Which pairs of the runs' top k are judged: all of them (depth), in fusion order until the "
         "budget (rrf, rbp), or move-to-front: runs whose pairs are judged relevant get more of theirs judged.",
     )
-    budget = forms.IntegerField(
+    budget = AsciiIntegerFormField(
         min_value=1, required=False, label="Budget (pairs judged in all)", help_text="Empty: no limit."
     )
-    budget_per_query = forms.IntegerField(
+    budget_per_query = AsciiIntegerFormField(
         min_value=1, required=False, label="Budget per query", help_text="Empty: no limit."
     )
-    rrf_k = forms.IntegerField(min_value=0, initial=60, required=False, label="RRF k", help_text="rrf: 1 / (k + rank).")
-    rbp_p = forms.FloatField(
+    rrf_k = AsciiIntegerFormField(
+        min_value=0, initial=60, required=False, label="RRF k", help_text="rrf: 1 / (k + rank)."
+    )
+    rbp_p = AsciiFloatFormField(
         min_value=0, max_value=1, initial=0.8, required=False, label="RBP p", help_text="rbp: (1 - p) p^(rank - 1)."
     )
-    lookahead = forms.IntegerField(
+    lookahead = AsciiIntegerFormField(
         min_value=1,
         initial=1,
         required=False,
@@ -475,13 +478,13 @@ class QuotabilityStudyForm(LabelSchemaForm, PresentationSettingsForm, QualitySet
         ],
         initial="top_non_gold",
     )
-    depth = forms.IntegerField(min_value=1, initial=1, label="Top k (for top k)")
+    depth = AsciiIntegerFormField(min_value=1, initial=1, label="Top k (for top k)")
     candidates_from = forms.ChoiceField(
         choices=[("document", "The gold's source document"), ("pool", "The query's own pool")],
         initial="document",
         label="Pilot paragraphs from",
     )
-    n_queries = forms.IntegerField(
+    n_queries = AsciiIntegerFormField(
         min_value=1, required=False, label="Number of contexts", help_text="Empty: every context that gives an item."
     )
 
@@ -521,13 +524,13 @@ class ExtendPoolForm(ServiceErrorsMixin, forms.Form):
     """Runs to add to a relevance study's pool (finished runs of its collection not pooled yet)."""
 
     runs = RunsChoiceField(queryset=Run.objects.none(), widget=forms.CheckboxSelectMultiple, label="Runs to add")
-    budget = forms.IntegerField(
+    budget = AsciiIntegerFormField(
         min_value=1,
         required=False,
         label="More pairs to judge",
         help_text="Empty: the pool's budget stays (no budget: every new pair of depth pooling).",
     )
-    budget_per_query = forms.IntegerField(
+    budget_per_query = AsciiIntegerFormField(
         min_value=1, required=False, label="Raise the budget per query by", help_text="Pools with one only."
     )
 
@@ -554,13 +557,13 @@ class PreferenceStudyForm(StudyBasicsForm, QualitySettingsForm):
         widget=forms.CheckboxSelectMultiple,
         help_text="Their top passages, pooled per query, are the candidates compared.",
     )
-    depth = forms.IntegerField(min_value=1, initial=10, label="Top k of each run")
+    depth = AsciiIntegerFormField(min_value=1, initial=10, label="Top k of each run")
     use_pools = forms.BooleanField(required=False, label="Add each query's own pool")
-    n_queries = forms.IntegerField(
+    n_queries = AsciiIntegerFormField(
         min_value=1, required=False, label="Number of queries", help_text="Empty: every query with a pool."
     )
     shape = forms.ChoiceField(choices=[(shape, shape) for shape in SHAPES], initial="pairwise", label="Items show")
-    list_size = forms.IntegerField(
+    list_size = AsciiIntegerFormField(
         min_value=3, max_value=MAX_LIST_SIZE, required=False, label="Candidates per list", help_text="Lists only."
     )
     ties = forms.BooleanField(required=False, initial=True, label="Allow “tie” answers")
@@ -576,7 +579,7 @@ class PreferenceStudyForm(StudyBasicsForm, QualitySettingsForm):
         ],
         initial="all-pairs",
     )
-    budget = forms.IntegerField(
+    budget = AsciiIntegerFormField(
         min_value=1, required=False, help_text="Pairs (or lists) per query: random and adaptive designs."
     )
     rule = forms.ChoiceField(
@@ -587,8 +590,8 @@ class PreferenceStudyForm(StudyBasicsForm, QualitySettingsForm):
         initial=RULES[0],
         label="Adaptive rule",
     )
-    top_k = forms.IntegerField(min_value=1, initial=5, label="Top k to find (top-k rule)")
-    batch = forms.IntegerField(min_value=1, initial=DEFAULT_BATCH, label="Open pairs per query (informative rule)")
+    top_k = AsciiIntegerFormField(min_value=1, initial=5, label="Top k to find (top-k rule)")
+    batch = AsciiIntegerFormField(min_value=1, initial=DEFAULT_BATCH, label="Open pairs per query (informative rule)")
 
     field_order = [
         "name",
@@ -648,7 +651,7 @@ class PositionsField(forms.Field):
 
     def to_python(self, value) -> list[int]:
         values = list(value or [])
-        if not all(str(position).isdigit() for position in values):
+        if not all(is_digits(str(position)) for position in values):
             raise forms.ValidationError("The selected paragraphs could not be read; select them again.")
         return [int(position) for position in values]
 
@@ -663,15 +666,15 @@ class DesignateForm(forms.Form):
     """Draw `count` unjudged items with a known answer as hidden gold or qualification items."""
 
     role = forms.ChoiceField(choices=[("gold", "Hidden gold"), ("qualification", "Qualification questions")])
-    count = forms.IntegerField(min_value=1, initial=1)
+    count = AsciiIntegerFormField(min_value=1, initial=1)
 
 
 class AdjudicationForm(forms.Form):
     """The adjudicator's final answer, in whichever part the study's kind takes, with a reason
     from the study's list and a note (the service checks them)."""
 
-    position = forms.IntegerField(min_value=0, required=False)
-    label = forms.IntegerField(required=False)
+    position = AsciiIntegerFormField(min_value=0, required=False)
+    label = AsciiIntegerFormField(required=False)
     selections = PositionsField(required=False)
     decides_selections = forms.BooleanField(required=False, widget=forms.HiddenInput)
     reason = forms.CharField(max_length=200, required=False)
@@ -699,7 +702,7 @@ class SendBackForm(forms.Form):
 
 
 class AdjudicationSampleForm(forms.Form):
-    sample_rate = forms.FloatField(
+    sample_rate = AsciiFloatFormField(
         min_value=0, max_value=100, label="Share of agreed items to check (%)", help_text="Drawn with the study's seed."
     )
 
@@ -714,7 +717,7 @@ class AdjudicationReasonsForm(forms.Form):
 
 
 class PeerVerdictForm(forms.Form):
-    review = forms.IntegerField(min_value=1)
+    review = AsciiIntegerFormField(min_value=1)
     verdict = forms.ChoiceField(choices=PeerReview.Verdict.choices)
     comment = forms.CharField(max_length=2000, required=False)
 
@@ -722,7 +725,7 @@ class PeerVerdictForm(forms.Form):
 class ItemActionForm(forms.Form):
     """Skip or flag the item shown (a flag with its reason)."""
 
-    item = forms.IntegerField(min_value=1)
+    item = AsciiIntegerFormField(min_value=1)
     reason = forms.CharField(max_length=2000, required=False, strip=True)
 
 
@@ -737,9 +740,9 @@ class JudgmentForm(forms.Form):
     seconds the browser measured (kept as text: a broken timer must not cost the answer, the
     service drops what is not a number). Whether the answer fits the study is the service's call."""
 
-    item = forms.IntegerField(min_value=1)
-    choice = forms.IntegerField(min_value=0, max_value=MAX_CANDIDATES - 1, required=False)
-    label = forms.IntegerField(required=False)
+    item = AsciiIntegerFormField(min_value=1)
+    choice = AsciiIntegerFormField(min_value=0, max_value=MAX_CANDIDATES - 1, required=False)
+    label = AsciiIntegerFormField(required=False)
     spans = forms.CharField(required=False)
     rationale = forms.CharField(required=False, strip=False)
     selections = PositionsField(required=False)
@@ -787,7 +790,7 @@ class JudgmentForm(forms.Form):
         positions = [key.removeprefix(RANK_PREFIX) for key in self.data if key.startswith(RANK_PREFIX)]
         if not positions:
             return {}
-        if not all(position.isdigit() and int(position) < MAX_LIST_SIZE for position in positions):
+        if not all(is_digits(position) and int(position) < MAX_LIST_SIZE for position in positions):
             return {"label": {"ranks": []}}
         size = max(int(position) for position in positions) + 1
         return {"label": {"ranks": [self.data.get(f"{RANK_PREFIX}{index}") for index in range(size)]}}

@@ -27,6 +27,7 @@ from __future__ import annotations
 import random
 
 from retrieval.errors import InputError
+from retrieval.input_rules import is_digits
 
 from .label_schema import study_schema
 from .models import Study
@@ -80,7 +81,7 @@ def item_positions(order: list[int], shown) -> object:
     answer's validation to refuse with its own words."""
     if isinstance(shown, bool):
         return shown
-    if isinstance(shown, str) and shown.strip().isdigit():
+    if isinstance(shown, str) and is_digits(shown.strip()):
         shown = int(shown.strip())
     if isinstance(shown, int) and 0 <= shown < len(order):
         return order[shown]

@@ -11,6 +11,8 @@ import re
 
 from django import forms
 
+from retrieval.fields import AsciiIntegerFormField
+
 from .forms import JudgmentForm
 from .label_schema import study_schema
 from .models import Item, Study
@@ -25,7 +27,7 @@ _KEPT_SPAN = re.compile(r"(\d{1,9}):(\d{1,9})")
 class RevisionForm(JudgmentForm):
     """A revised answer, posted by the revision page."""
 
-    item = forms.IntegerField(required=False)  # the page's URL names the item
+    item = AsciiIntegerFormField(required=False)  # the page's URL names the item
     keep_span = forms.MultipleChoiceField(required=False)  # choices: the current answer's spans
     new_spans = forms.CharField(required=False, strip=False, max_length=20_000, widget=forms.Textarea)
 

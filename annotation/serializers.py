@@ -114,19 +114,19 @@ class StudyCreateSerializer(PresentationSerializer):
     # relevance pools (docs/DESIGN.md, Pools) and preference designs: `budget` is judged pairs in all
     # for a pool, pairs (or lists) per query for a preference study's random or adaptive design
     pool = serializers.ChoiceField(choices=Pool.Strategy.choices, required=False)
-    budget = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    budget_per_query = serializers.IntegerField(min_value=1, required=False, help_text="Most pairs judged per query.")
-    rrf_k = serializers.IntegerField(min_value=0, required=False, help_text="rrf: 1 / (k + rank); default 60.")
-    rbp_p = serializers.FloatField(required=False, help_text="rbp: (1 - p) p^(rank - 1); default 0.8.")
-    lookahead = serializers.IntegerField(min_value=1, required=False, help_text="mtf: pairs kept open; default 1.")
+    budget = AsciiIntegerField(min_value=1, required=False, allow_null=True)
+    budget_per_query = AsciiIntegerField(min_value=1, required=False, help_text="Most pairs judged per query.")
+    rrf_k = AsciiIntegerField(min_value=0, required=False, help_text="rrf: 1 / (k + rank); default 60.")
+    rbp_p = AsciiFloatField(required=False, help_text="rbp: (1 - p) p^(rank - 1); default 0.8.")
+    lookahead = AsciiIntegerField(min_value=1, required=False, help_text="mtf: pairs kept open; default 1.")
     # preference (also runs, depth, use_pools, queries, n_queries, label_schema: the preference schema)
     design = serializers.ChoiceField(choices=DESIGNS, required=False)
     rule = serializers.ChoiceField(choices=RULES, required=False)
-    top_k = serializers.IntegerField(min_value=1, required=False)
-    pairings = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    all_pairs_below = serializers.IntegerField(min_value=1, required=False, allow_null=True)
-    batch = serializers.IntegerField(min_value=1, required=False)
-    alpha = serializers.FloatField(min_value=0, required=False)
+    top_k = AsciiIntegerField(min_value=1, required=False)
+    pairings = AsciiIntegerField(min_value=1, required=False, allow_null=True)
+    all_pairs_below = AsciiIntegerField(min_value=1, required=False, allow_null=True)
+    batch = AsciiIntegerField(min_value=1, required=False)
+    alpha = AsciiFloatField(min_value=0, required=False)
 
     COMMON_FIELDS = (
         "name",
@@ -206,8 +206,8 @@ class PoolExtensionSerializer(serializers.Serializer):
     """Runs to add to a relevance study's pool (`extend_study`)."""
 
     runs = serializers.PrimaryKeyRelatedField(queryset=Run.objects.all(), many=True, allow_empty=False)
-    budget = serializers.IntegerField(min_value=1, required=False, help_text="Judge up to this many more pairs.")
-    budget_per_query = serializers.IntegerField(min_value=1, required=False, help_text="Raise the budget per query.")
+    budget = AsciiIntegerField(min_value=1, required=False, help_text="Judge up to this many more pairs.")
+    budget_per_query = AsciiIntegerField(min_value=1, required=False, help_text="Raise the budget per query.")
 
 
 class SubmitSerializer(serializers.Serializer):

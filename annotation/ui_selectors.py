@@ -14,6 +14,8 @@ from collections.abc import Sequence
 
 from django.db.models import Count, Q
 
+from retrieval.input_rules import is_digits
+
 from .label_schema import study_schema
 from .models import AnnotatorFlag, Assignment, Item, ItemCandidate, Judgment, PeerReview, Study, StudyBlock
 from .preference_schema import describe_preference
@@ -191,8 +193,8 @@ def _label_keys(
 def _key_range(options: list[dict]) -> str:
     """ "0-10 (t for 10)", "0-3", "n / y"."""
     keys = [option["key"] for option in options]
-    if keys and all(key.isdigit() or key == TEN_KEY for key in keys) and len(keys) > 2:
-        digits = [key for key in keys if key.isdigit()]
+    if keys and all(is_digits(key) or key == TEN_KEY for key in keys) and len(keys) > 2:
+        digits = [key for key in keys if is_digits(key)]
         hint = f"{digits[0]}-{digits[-1]}"
         return f"{hint}, {TEN_KEY} for 10" if TEN_KEY in keys else hint
     return " / ".join(keys)

@@ -37,6 +37,7 @@ from console.data_queries import (
     run_query_table,
 )
 from console.data_selectors import item_detail, item_of, item_table, jump_target
+from retrieval.fields import AsciiIntegerField
 from retrieval.models import Collection, Query, Run, RunQuery
 
 EXPORT_RESPONSES = {
@@ -51,7 +52,7 @@ BulkRequest = inline_serializer(
     "DataBulkRequest",
     {
         "scope": serializers.ChoiceField(choices=list(SCOPES), required=False),
-        "items": serializers.ListField(child=serializers.IntegerField(), required=False),
+        "items": serializers.ListField(child=AsciiIntegerField(), required=False),
         "reason": serializers.CharField(),
         "status": serializers.CharField(required=False),
         "agreement": serializers.CharField(required=False),

@@ -3,6 +3,8 @@
 from django import forms
 from django.contrib.auth import get_user_model
 
+from retrieval.fields import AsciiIntegerFormField
+
 CONFIRM_BELOW_DONE = "Set it even below what someone has judged (they stop where they are)"
 
 
@@ -22,7 +24,7 @@ class AnnotatorsForm(forms.Form):
         required=False,
         help_text="Nobody selected: every active annotator may work on the study.",
     )
-    max_items_per_annotator = forms.IntegerField(
+    max_items_per_annotator = AsciiIntegerFormField(
         min_value=1, required=False, label="Cap per annotator", help_text="Empty: no cap."
     )
     confirm_below_done = forms.BooleanField(required=False, label=CONFIRM_BELOW_DONE)
@@ -43,7 +45,7 @@ class CrowdLinkForm(forms.Form):
         required=False, assume_scheme="https", help_text="{code} is replaced; empty: Prolific's."
     )
     screened_out_code = forms.CharField(max_length=64, required=False)
-    quota = forms.IntegerField(
+    quota = AsciiIntegerFormField(
         min_value=1,
         required=False,
         help_text="Items per participant, the link's own limit (the cap above is separate); empty: no quota.",

@@ -4,6 +4,7 @@ from django.contrib.auth import get_user_model
 from rest_framework import serializers
 
 from annotation.models import Study
+from retrieval.fields import AsciiIntegerField
 
 CONFIRM_HELP = "Set a cap or quota below what someone has already judged (they stop where they are)."
 
@@ -25,7 +26,7 @@ class RecruitingSerializer(serializers.Serializer):
         required=False,
         help_text="Names the study's annotators (empty: every annotator); granted accounts keep their access.",
     )
-    max_items_per_annotator = serializers.IntegerField(min_value=1, allow_null=True, required=False)
+    max_items_per_annotator = AsciiIntegerField(min_value=1, allow_null=True, required=False)
     confirm_below_done = serializers.BooleanField(default=False, help_text=CONFIRM_HELP)
     grant = serializers.ListField(
         child=serializers.CharField(max_length=150),
@@ -48,7 +49,7 @@ class CrowdLinkSerializer(serializers.Serializer):
     completion_code = serializers.CharField(max_length=64, required=False)
     completion_url = serializers.URLField(required=False, allow_blank=True)
     screened_out_code = serializers.CharField(max_length=64, required=False, allow_blank=True)
-    quota = serializers.IntegerField(
+    quota = AsciiIntegerField(
         min_value=1, allow_null=True, required=False, help_text="Items per participant; separate from the study's cap."
     )
     active = serializers.BooleanField(required=False)

@@ -1,4 +1,4 @@
-"""REST shape of a job: what clients poll."""
+"""REST shape of a job: what clients poll (read only)."""
 
 from rest_framework import serializers
 
@@ -11,6 +11,7 @@ class ShardSerializer(serializers.ModelSerializer):
     class Meta:
         model = Job
         fields = ["id", "status", "progress", "message", "error", "attempts", "worker", "heartbeat_at", "finished_at"]
+        read_only_fields = fields
 
 
 class JobSerializer(serializers.ModelSerializer):
@@ -43,3 +44,4 @@ class JobSerializer(serializers.ModelSerializer):
             "worker",
             "shards",
         ]
+        read_only_fields = fields  # jobs are started by their own routes, never written through this shape

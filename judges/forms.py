@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from django import forms
 
+from retrieval.fields import AsciiFloatFormField, AsciiIntegerFormField
 from retrieval.models import Run
 
 from .models import Judge, JudgeSecret
@@ -51,15 +52,15 @@ class JudgeForm(forms.Form):
 
 
 def _temperature():
-    return forms.FloatField(min_value=0, help_text=SAMPLING_HELP)
+    return AsciiFloatFormField(min_value=0, help_text=SAMPLING_HELP)
 
 
 def _seed():
-    return forms.IntegerField(min_value=0, help_text="Sample i of an item uses seed + i.")
+    return AsciiIntegerFormField(min_value=0, help_text="Sample i of an item uses seed + i.")
 
 
 def _max_tokens():
-    return forms.IntegerField(min_value=1, label="Max tokens", help_text="The longest answer generated.")
+    return AsciiIntegerFormField(min_value=1, label="Max tokens", help_text="The longest answer generated.")
 
 
 class RunJudgeForm(JudgeForm):
@@ -101,7 +102,7 @@ class LocalJudgeForm(JudgeForm):
     temperature = _temperature()
     seed = _seed()
     max_tokens = _max_tokens()
-    batch_size = forms.IntegerField(
+    batch_size = AsciiIntegerFormField(
         min_value=1, label="Batch size", help_text="Answers stored together (progress still moves answer by answer)."
     )
 
@@ -136,11 +137,11 @@ class OpenAIJudgeForm(JudgeForm):
     temperature = _temperature()
     seed = _seed()
     max_tokens = _max_tokens()
-    concurrency = forms.IntegerField(min_value=1, help_text="Requests in flight at once.")
-    retries = forms.IntegerField(
+    concurrency = AsciiIntegerFormField(min_value=1, help_text="Requests in flight at once.")
+    retries = AsciiIntegerFormField(
         min_value=0, help_text="Tries again after a 429, a 5xx or a lost connection (backing off)."
     )
-    timeout = forms.FloatField(min_value=0.1, label="Timeout (seconds)", help_text="How long one request may take.")
+    timeout = AsciiFloatFormField(min_value=0.1, label="Timeout (seconds)", help_text="How long one request may take.")
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

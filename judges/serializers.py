@@ -26,7 +26,7 @@ class JudgingRequestSerializer(serializers.Serializer):
     """POST /api/studies/ID/judge/: which judge (name; default the embedded one) and how many samples."""
 
     judge = serializers.CharField(required=False, allow_blank=True, default="")
-    samples = serializers.IntegerField(required=False, default=1, min_value=1, max_value=MAX_SAMPLES)
+    samples = AsciiIntegerField(required=False, default=1, min_value=1, max_value=MAX_SAMPLES)
 
     def create(self, validated_data):
         judge = get_judge(validated_data["judge"] or None)

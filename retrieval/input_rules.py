@@ -286,9 +286,16 @@ def ascii_float(text: str) -> float:
 ascii_int.__name__, ascii_float.__name__ = "int", "float"  # how argparse names them in its errors
 
 
+def is_digits(text: str) -> bool:
+    """Whether `text` is ASCII digits only. str.isdigit() alone also says yes to other scripts'
+    digits ('٣', which int() reads as 3) and to superscripts ('²', which int() refuses with a
+    ValueError), so a check by isdigit() before int() is either too lenient or a traceback."""
+    return text.isascii() and text.isdigit()
+
+
 def parse_id(text: str) -> int | None:
     """A row id given as text (a query parameter): ASCII digits within 64 bits, else None."""
-    if not (text.isascii() and text.isdigit()) or len(text) > _MAX_INTEGER_DIGITS:
+    if not is_digits(text) or len(text) > _MAX_INTEGER_DIGITS:
         return None
     value = int(text)
     return value if value <= INT64_RANGE[1] else None

@@ -35,6 +35,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 from .errors import InputError
+from .input_rules import is_digits
 
 INFAP_EPSILON = 0.00001
 
@@ -214,7 +215,7 @@ def _build(token: str, name: str, params: dict, suffix: str | None) -> Measure:
         return Measure(name, **params)
     if shape is None:
         raise _refuse(token, f"{name} takes no cutoff")
-    if not suffix.isdigit() or int(suffix) < 1:
+    if not is_digits(suffix) or int(suffix) < 1:
         raise _refuse(token, "the cutoff must be a whole number of at least 1")
     if int(suffix) > 2**31 - 1:
         raise _refuse(token, "the cutoff is too large")

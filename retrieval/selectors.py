@@ -11,6 +11,7 @@ from django.db.models import Count, IntegerField, OuterRef, Q, QuerySet, Subquer
 from django.db.models.functions import Coalesce
 
 from retrieval.errors import InputError
+from retrieval.input_rules import parse_id
 from retrieval.models import Collection, Document, Hit, Passage, Qrel, Query, Retriever, Run
 from retrieval.qrels_sources import rows_for
 
@@ -54,8 +55,8 @@ def registered_dense_retriever(model: str) -> Retriever | None:
     not in retrieval.dense: starting a run or a training asks this in the web request, and
     importing the encoder's module (torch, sentence-transformers) held the browser for 15 s."""
     match = Q(name=model)
-    if model.isdigit():
-        match |= Q(pk=int(model))
+    if (model_id := parse_id(model)) is not None:
+        match |= Q(pk=model_id)
     return Retriever.objects.filter(match, kind=Retriever.Kind.DENSE).first()
 
 

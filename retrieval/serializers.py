@@ -70,6 +70,7 @@ class QuerySerializer(serializers.ModelSerializer):
             "split",
             "metadata",
         ]
+        read_only_fields = fields  # queries come in with their collection's files
 
 
 class RetrieverSerializer(serializers.ModelSerializer):
@@ -118,6 +119,7 @@ class RunSerializer(serializers.ModelSerializer):
             "tag",
             "created_at",
         ]
+        read_only_fields = fields  # runs are started by RunRequestSerializer or imported by RunImportSerializer
 
     def get_warnings(self, run: Run) -> list[str]:
         return run.parameters.get("warnings", [])

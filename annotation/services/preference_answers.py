@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from retrieval.errors import InputError
+from retrieval.input_rules import is_digits
 
 from ..label_schema import study_schema
 from ..models import Item, ItemCandidate, Study
@@ -75,7 +76,7 @@ def _chosen_position(item: Item, candidates: list[ItemCandidate], candidate, pos
         if candidate.item_id != item.pk or (position is not None and candidate.position != position):
             raise InputError("that candidate is not one of this item's", field="candidate")
         return candidate.position
-    if isinstance(position, str) and position.strip().isdigit():
+    if isinstance(position, str) and is_digits(position.strip()):
         position = int(position)
     if isinstance(position, bool) or not isinstance(position, int):
         raise InputError(f"must be an integer, got {position!r}", field="position")
@@ -110,7 +111,7 @@ def _ranks(ranks, size: int) -> list[list[int]]:
     for rank in ranks:
         if rank is None or rank == "":
             raise InputError(f"give every one of the {size} candidates a rank", field=field)
-        if isinstance(rank, str) and rank.strip().isdigit():
+        if isinstance(rank, str) and is_digits(rank.strip()):
             rank = int(rank)
         if isinstance(rank, bool) or not isinstance(rank, int) or not 1 <= rank <= size:
             raise InputError(f"a rank must be 1 to {size}, got {rank!r}", field=field)

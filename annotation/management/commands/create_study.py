@@ -45,7 +45,7 @@ from annotation.services.preference_studies import DEFAULT_BATCH, DESIGNS, RULES
 from annotation.services.presentation import create_with_presentation
 from jobs.progress import terminal_progress
 from retrieval.errors import InputError
-from retrieval.input_rules import load_json, read_text
+from retrieval.input_rules import load_json, parse_id, read_text
 from retrieval.management.arguments import collection_named
 from retrieval.management.base import JsonCommand
 from retrieval.models import Run
@@ -357,8 +357,8 @@ def _book(collection, book):
     if book is None:
         return None
     found = collection.documents.filter(external_id=book).first()
-    if found is None and book.isdigit():
-        found = collection.documents.filter(pk=int(book)).first()
+    if found is None and (book_id := parse_id(book)) is not None:
+        found = collection.documents.filter(pk=book_id).first()
     if found is None:
         raise InputError(f"no book '{book}' in collection '{collection.name}'", field="--book")
     return found

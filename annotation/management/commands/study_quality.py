@@ -18,6 +18,7 @@ from annotation.services.quality import (
     unblock_annotator,
 )
 from retrieval.errors import InputError
+from retrieval.input_rules import is_digits
 from retrieval.management.base import JsonCommand
 
 
@@ -115,7 +116,7 @@ def _user(username: str, option: str):
 
 def _role_and_count(value: str) -> tuple[str, int]:
     role, _, count = value.partition("=")
-    if role not in DESIGNATABLE_ROLES or not count.isdigit():
+    if role not in DESIGNATABLE_ROLES or not is_digits(count):
         raise InputError(
             f"expected ROLE=COUNT with ROLE one of {', '.join(DESIGNATABLE_ROLES)}, got {value!r}", field="designate"
         )

@@ -128,7 +128,7 @@ def parse_concurrency(text: str) -> dict[str, int]:
     concurrency = dict(CONCURRENCY)
     for entry in filter(None, (part.strip() for part in text.split(","))):
         queue, _, number = entry.partition("=")
-        if queue not in QUEUES or not number.isdigit() or not 1 <= int(number) <= 64:
+        if queue not in QUEUES or not (number.isascii() and number.isdigit()) or not 1 <= int(number) <= 64:
             raise CommandError(
                 f"--concurrency: {entry!r} is not QUEUE=N with QUEUE one of {', '.join(QUEUES)} and N 1 to 64"
             )
