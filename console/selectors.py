@@ -283,9 +283,7 @@ def annotator_rows(study: Study) -> list[dict]:
     judgments), open quality flags and when they last submitted or claimed. Counted in the
     database, one aggregate per figure, the median included: the page stays quick at 100K items."""
     formal = Item.objects.filter(study=study).exclude(role=Item.Role.QUALIFICATION)
-    open_items = formal.annotate(live=Count("judgments", filter=Q(judgments__voided=False))).filter(
-        live__lt=study.judgments_per_item
-    )
+    open_items = formal.filter(live_judgments__lt=study.judgments_per_item)  # stored: live_counts.py
     open_count = open_items.count()
     judgments = Judgment.objects.filter(item__study=study)
     judged_open = (  # a finished study has no open item: spare the pass over its judgments
