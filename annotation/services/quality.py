@@ -534,9 +534,18 @@ def submit_peer_review(review: PeerReview, *, reviewer, verdict: str, comment: s
 
 def _disputed(study: Study):
     """The ids of the work items whose counted judgments disagree (different choices, selections
-    or labels; on a scale, a range above 0), as a subquery: the database finds them in one pass
-    over the judgments. Proxy answers are told apart by the chosen candidate's row (one per
-    position of an item), which spares a join."""
+    or labels; on a scale, a range above 0), as a subquery. Counted judgments are the live ones
+    unless an annotator's are excluded by a block: without such a block the items' stored count
+    of different live answers says it (annotation.services.live_counts) and no judgment is read;
+    with one, `_disputed_by_judgments`."""
+    if not StudyBlock.objects.filter(study=study, exclude_judgments=True).exists():
+        return Item.objects.filter(study=study, role=Item.Role.WORK, live_answers__gt=1).values("pk")
+    return _disputed_by_judgments(study)
+
+
+def _disputed_by_judgments(study: Study):
+    """_disputed found in one pass over the counted judgments. Proxy answers are told apart by
+    the chosen candidate's row (one per position of an item), which spares a join."""
     column = "choice" if study.kind == Study.Kind.PROXY else answer_column(study)
     return (
         counted_judgments(study)

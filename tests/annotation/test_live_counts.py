@@ -11,8 +11,9 @@ import pytest
 from django.apps import apps
 
 from annotation.models import Item, Judgment, Study
-from annotation.services import adjudication, claim_next_item, submit_judgment, void_judgment
+from annotation.services import adjudication, claim_next_item, quality, submit_judgment, void_judgment
 from annotation.services.annotator_actions import undo_last_submission
+from annotation.services.quality import block_annotator
 from annotation.services.revisions import revise_judgment
 from annotation.services.rework import send_back, void_judgments
 from console.data_selectors import ItemFilters, filtered_items
@@ -149,3 +150,25 @@ def test_the_migration_counts_the_items_that_existed_before_it():
     import_module("annotation.migrations.0013_staff_pages_item_live_counts").count_live_judgments(apps, None)
     assert_counts_hold(study)
     assert set(stored(study).values()) == {(2, 2)}
+
+
+def disputed_ids(subquery) -> set[int]:
+    return set(Item.objects.filter(pk__in=subquery).values_list("pk", flat=True))
+
+
+def test_the_disputed_items_read_from_the_stored_counts_are_those_the_judgments_give():
+    study = make_label_study(items=5, judgments_per_item=3)
+    items = list(study.items.order_by("position"))
+    people = [make_annotator(f"d{n}") for n in range(3)]
+    labels = [(1, 1, 1), (1, 0, 1), (0, 0, None), (1, 0, 0), (2, 2, 1)]
+    for item, answers in zip(items, labels, strict=True):
+        for person, label in zip(people, answers, strict=True):
+            if label is not None:
+                add_label_judgment(item, person, label=label)
+    void_judgment(Judgment.objects.get(item=items[4], annotator=people[2]), by=None, reason="slip")
+    from_judgments = disputed_ids(quality._disputed_by_judgments(study))
+    assert from_judgments == {items[1].pk, items[3].pk}
+    assert disputed_ids(quality._disputed(study)) == from_judgments
+    block_annotator(study, people[1], by=None, reason="rushing", exclude_judgments=True)  # their answers leave
+    assert disputed_ids(quality._disputed(study)) == disputed_ids(quality._disputed_by_judgments(study))
+    assert disputed_ids(quality._disputed(study)) == {items[3].pk}
