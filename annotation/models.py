@@ -141,6 +141,12 @@ class Item(models.Model):
     # suggested label", {"label": v} or {"position": p}; which judge proposed it is staff's
     # (Study.parameters["post_editing"]), never part of the item.
     proposal = models.JSONField(null=True, blank=True, help_text="A proposed answer shown pre-selected.")
+    # Stored for the data manager's status and agreement filters; every judgment write recounts
+    # them in its transaction (annotation/services/live_counts.py).
+    live_judgments = models.PositiveIntegerField(default=0, help_text="Judgments not voided.")
+    live_answers = models.PositiveIntegerField(
+        default=0, help_text="Different answers among the live judgments (0 in a preference study)."
+    )
 
     class Meta:
         ordering = ["study_id", "position"]

@@ -17,8 +17,8 @@ from collections import defaultdict
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.db import connection
-from django.db.models import Count, Exists, F, IntegerField, Max, OuterRef, Q, QuerySet, Subquery, TextField, Value
-from django.db.models.functions import Cast, Coalesce
+from django.db.models import Count, Exists, F, Max, OuterRef, Q, QuerySet, Subquery, TextField
+from django.db.models.functions import Cast
 
 from annotation.label_schema import matches_expected, study_schema
 from annotation.models import (
@@ -33,6 +33,7 @@ from annotation.models import (
 )
 from annotation.selectors import query_display_text, span_target_text
 from annotation.services.adjudication import rework_payload
+from annotation.services.live_counts import agreement_column
 from annotation.services.quality import adjudication_payload
 from annotation.ui_selectors import describe_answer
 from console.data_filters import (
@@ -108,24 +109,11 @@ def item_filters(params) -> ItemFilters:
 NO_PREFERENCE_AGREEMENT = "a preference study's answers are compared in its preference report, not here"
 
 
-def answer_field(study: Study) -> str:
-    """The judgment column two answers must share to agree: the chosen candidate (proxy), the
-    selected positions (multi-select) or the label (as annotation.services.quality compares them).
-    Preference answers (an order of the candidates as each annotator saw them) are not compared
-    here: InputError naming `agreement`."""
-    if study.kind == Study.Kind.PREFERENCE:
+def ensure_comparable(study: Study) -> None:
+    """Preference answers (an order of the candidates as each annotator saw them) are not compared
+    item by item here: InputError naming `agreement`."""
+    if agreement_column(study) is None:
         raise InputError(NO_PREFERENCE_AGREEMENT, field="agreement")
-    if study.kind == Study.Kind.PROXY:
-        return "choice_id"
-    return "selections" if study_schema(study)["multi_select"] else "label"
-
-
-def _live_judgments() -> QuerySet[Judgment]:
-    return Judgment.objects.filter(item=OuterRef("pk"), voided=False).order_by().values("item")
-
-
-def _count_of(judgments: QuerySet, aggregate) -> Coalesce:
-    return Coalesce(Subquery(judgments.annotate(n=aggregate).values("n")[:1]), Value(0), output_field=IntegerField())
 
 
 def search_condition(term: str, prefix: str = "") -> Q:
@@ -154,24 +142,23 @@ def with_context_text(queryset: QuerySet, prefix: str = "") -> QuerySet:
 
 def filtered_items(study: Study, filters: ItemFilters) -> QuerySet[Item]:
     """The study's items the filters keep, in the sort asked (ties and the default: study order).
-    Each filter adds one condition, evaluated by the database per item over indexed columns."""
+    Each filter adds one condition, evaluated by the database per item over indexed columns; status
+    and agreement read the item's stored live counts (annotation.services.live_counts)."""
     items = Item.objects.filter(study=study)
     needed = study.judgments_per_item
-    if filters.status or filters.agreement or filters.sort in ("judgments", "-judgments"):
-        items = items.alias(live=_count_of(_live_judgments(), Count("pk")))
     if filters.status == "unjudged":
-        items = items.filter(live=0)
+        items = items.filter(live_judgments=0)
     elif filters.status == "partial":
-        items = items.filter(live__gt=0, live__lt=needed)
+        items = items.filter(live_judgments__gt=0, live_judgments__lt=needed)
     elif filters.status == "complete":
-        items = items.filter(live__gte=needed)
+        items = items.filter(live_judgments__gte=needed)
     if filters.agreement:
-        items = items.alias(answers=_count_of(_live_judgments(), Count(answer_field(study), distinct=True)))
-        items = items.filter(live__gte=2)
+        ensure_comparable(study)
+        items = items.filter(live_judgments__gte=2)
         items = {
-            "unanimous": items.filter(answers=1),
-            "split": items.filter(answers__gt=1, answers__lt=F("live")),
-            "none": items.filter(answers=F("live")),
+            "unanimous": items.filter(live_answers=1),
+            "split": items.filter(live_answers__gt=1, live_answers__lt=F("live_judgments")),
+            "none": items.filter(live_answers=F("live_judgments")),
         }[filters.agreement]
     if filters.flagged:
         flagged = Exists(ItemFlag.objects.filter(item=OuterRef("pk")))
@@ -196,7 +183,7 @@ def filtered_items(study: Study, filters: ItemFilters) -> QuerySet[Item]:
 def _sorted(items: QuerySet[Item], sort: str) -> QuerySet[Item]:
     descending = sort.startswith("-")
     if sort in ("judgments", "-judgments"):
-        return items.order_by(F("live").desc() if descending else F("live").asc(), "position")
+        return items.order_by("-live_judgments" if descending else "live_judgments", "position")
     if sort in ("answered", "-answered"):
         answered = Judgment.objects.filter(item=OuterRef("pk")).order_by().values("item")
         items = items.alias(answered=Subquery(answered.annotate(at=Max("submitted_at")).values("at")[:1]))
@@ -214,7 +201,7 @@ def preview(text: str) -> str:
 
 
 def answer_key(study: Study, position, label, selections):
-    """What two answers share when they agree (answer_field's value, read back in Python); None
+    """What two answers share when they agree (agreement_column's value, read back in Python); None
     for a preference answer, which is not compared here (agreement_of then says nothing)."""
     if study.kind == Study.Kind.PREFERENCE:
         return None

@@ -5,16 +5,13 @@ excerpts, per-annotator progress). Staff only: these show gold, provenance and w
 
 from __future__ import annotations
 
-import statistics
-from collections import defaultdict
-
 from django.contrib.auth import get_user_model
 from django.core.paginator import Paginator
 from django.db.models import Count, Max, Q
 
 from annotation.label_schema import study_schema
 from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Pool, Study
-from annotation.selectors import item_limit, query_display_text, span_target_text
+from annotation.selectors import item_limit, median_seconds_by_annotator, query_display_text, span_target_text
 from annotation.services.preference_scheduling import adaptive_progress, design_of, is_adaptive
 from annotation.ui_selectors import staff_study_items
 from evaluation.leaderboard_exports import best_means, ranked_run_ids, run_letters, significance_marks
@@ -282,13 +279,11 @@ def annotator_rows(study: Study) -> list[dict]:
     """Per annotator who was allowed, claimed or answered: counted judgments done, items still
     open to them (formal items they have not answered that still need answers, and no more than
     their item limit leaves them: the study's cap or their own quota, as on their progress bar,
-    where a voided judgment still counts), median seconds, open quality flags and when they last
-    submitted or claimed. Counted in the database, one aggregate per figure: the page stays
-    quick at 100K items."""
+    where a voided judgment still counts), median seconds (exact, of the client's seconds on live
+    judgments), open quality flags and when they last submitted or claimed. Counted in the
+    database, one aggregate per figure, the median included: the page stays quick at 100K items."""
     formal = Item.objects.filter(study=study).exclude(role=Item.Role.QUALIFICATION)
-    open_items = formal.annotate(live=Count("judgments", filter=Q(judgments__voided=False))).filter(
-        live__lt=study.judgments_per_item
-    )
+    open_items = formal.filter(live_judgments__lt=study.judgments_per_item)  # stored: live_counts.py
     open_count = open_items.count()
     judgments = Judgment.objects.filter(item__study=study)
     judged_open = (  # a finished study has no open item: spare the pass over its judgments
@@ -296,8 +291,9 @@ def annotator_rows(study: Study) -> list[dict]:
         if open_count
         else {}
     )
-    # Judgments done (counted), worked (voided too: they count against an item limit) and the
-    # last one submitted, in one pass over the study's judgments.
+    # Judgments done (counted), worked (voided too: they count against an item limit), timed (live,
+    # with the client's seconds: what the median is taken over) and the last one submitted, in one
+    # pass over the study's judgments.
     formal_judgment = ~Q(item__role=Item.Role.QUALIFICATION)
     per_annotator = (
         judgments.order_by()
@@ -305,20 +301,19 @@ def annotator_rows(study: Study) -> list[dict]:
         .annotate(
             done=Count("pk", filter=Q(voided=False) & formal_judgment),
             worked=Count("pk", filter=formal_judgment),
+            timed=Count("pk", filter=Q(voided=False, seconds__isnull=False)),
             last=Max("submitted_at"),
         )
-        .values_list("annotator", "done", "worked", "last")
+        .values_list("annotator", "done", "worked", "timed", "last")
     )
-    done, worked, last_judged = {}, {}, {}
-    for annotator, done_count, worked_count, last in per_annotator:
+    done, worked, timed, last_judged = {}, {}, {}, {}
+    for annotator, done_count, worked_count, timed_count, last in per_annotator:
         done[annotator], worked[annotator], last_judged[annotator] = done_count, worked_count, last
+        timed[annotator] = timed_count
     quotas = dict(study.grants.filter(item_quota__isnull=False).values_list("annotator", "item_quota"))
     last_claimed = _per_annotator(Assignment.objects.filter(item__study=study), Max("claimed_at"))
     flags = _per_annotator(AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True), Count("pk"))
-    seconds = defaultdict(list)
-    timed = judgments.filter(voided=False, seconds__isnull=False).values_list("annotator_id", "seconds")
-    for annotator_id, value in timed.iterator(chunk_size=10_000):
-        seconds[annotator_id].append(value)
+    medians = median_seconds_by_annotator(judgments.filter(voided=False), "seconds", timed)
     ids = set(last_judged) | set(last_claimed) | set(study.annotators.values_list("pk", flat=True))
     people = get_user_model().objects.filter(pk__in=ids).order_by("username")
     return [
@@ -330,7 +325,7 @@ def annotator_rows(study: Study) -> list[dict]:
                 item_limit(study.max_items_per_annotator, quotas.get(person.pk)),
                 worked.get(person.pk, 0),
             ),
-            "median_seconds": statistics.median(seconds[person.pk]) if seconds[person.pk] else None,
+            "median_seconds": medians[person.pk].value if person.pk in medians else None,
             "flags": flags.get(person.pk, 0),
             "last_active": max(
                 (when for when in (last_judged.get(person.pk), last_claimed.get(person.pk)) if when), default=None

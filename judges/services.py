@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from celery import signature
 from django.db import IntegrityError, transaction
-from django.db.models import Count, Max, Q
+from django.db.models import Count, Max, Q, QuerySet
 
 from annotation.models import Item, Study
 from jobs.models import Job
@@ -292,9 +292,11 @@ def store_answers(judge: Judge, answers: Sequence[JudgeAnswer]) -> None:
 def judged_items(study: Study) -> list[Item]:
     """The items a judge answers: the study's formal work items, in study order (hidden gold and
     qualification items check annotators, not judges)."""
-    return list(
-        Item.objects.filter(study=study, role=Item.Role.WORK).select_related("study", "query").order_by("position")
-    )
+    return list(_work_items(study).select_related("study", "query").order_by("position"))
+
+
+def _work_items(study: Study) -> QuerySet[Item]:
+    return Item.objects.filter(study=study, role=Item.Role.WORK)
 
 
 def judge_prompt(item: Item, judge: Judge) -> Prompt:
@@ -331,7 +333,7 @@ def judge_tally(study: Study, judge: Judge, *, samples: int | None = None, asked
         "version": judge.version,
         "backend": judge.backend,
         "study": study.pk,
-        "items": len(judged_items(study)),
+        "items": _work_items(study).count(),  # counted, not loaded: the study page shows a tally per judge
         "samples": samples if samples is not None else (counts["samples"] or 0) + 1,
         "answered": counts["answered"],
         "failed": counts["failed"],

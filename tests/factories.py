@@ -14,6 +14,7 @@ from django.core.management import call_command
 from rest_framework.test import APIClient
 
 from annotation.models import AnnotatorProfile, Item, ItemCandidate, Judgment, Study
+from annotation.services.live_counts import refresh_live_counts
 from integrations.models import Webhook
 from outbound.sealing import hint, seal
 from retrieval.models import Collection, Document, Hit, Passage, PoolEntry, Qrel, Query, Retriever, Run, Sentence
@@ -119,7 +120,9 @@ def make_proxy_study(
 def add_judgment(item: Item, annotator, position: int) -> Judgment:
     """A submitted (imported) choice of the candidate shown at `position`."""
     choice = item.candidates.get(position=position)
-    return Judgment.objects.create(item=item, annotator=annotator, choice=choice, source=Judgment.Source.IMPORT)
+    judgment = Judgment.objects.create(item=item, annotator=annotator, choice=choice, source=Judgment.Source.IMPORT)
+    refresh_live_counts(item.study, Item.objects.filter(pk=item.pk))  # as every writer of judgments does
+    return judgment
 
 
 # --- importer inputs and checks (tests/retrieval/test_import_*.py) ------------------------------
@@ -604,7 +607,7 @@ def add_label_judgment(
 ) -> Judgment:
     """A submitted (imported) judgment of a label study, stored as given: spans as
     {"target", "start", "end"} dicts, selections as display positions."""
-    return Judgment.objects.create(
+    judgment = Judgment.objects.create(
         item=item,
         annotator=annotator,
         label=label,
@@ -615,6 +618,8 @@ def add_label_judgment(
         seconds=seconds,
         source=Judgment.Source.IMPORT,
     )
+    refresh_live_counts(item.study, Item.objects.filter(pk=item.pk))
+    return judgment
 
 
 # --- relevance and quotability studies built through the real services (test_relevance_*, test_quotability_*) --
@@ -771,6 +776,7 @@ def make_bulk_proxy_study(
         for n, annotator in enumerate(annotators)
     ]
     Judgment.objects.bulk_create(judgments, batch_size=batch_size)
+    refresh_live_counts(study, study.items.all())
     analyze_after_bulk_load()
     return study
 

@@ -481,7 +481,8 @@ def send_items_back(study: Study, items: QuerySet[Item], *, by, reason: str, not
         # Before the voids: `sent` reads the items through their live judgments.
         Adjudication.objects.filter(item__in=sent.values("pk")).delete()
         AdjudicationQueueEntry.objects.filter(item__in=sent.values("pk")).delete()
-        void_in_bulk(live, by=by, reason=sent_back_reason(reason, note))
+        selected = Item.objects.filter(study=study, pk__in=items.values("pk"))
+        void_in_bulk(live, study=study, items=selected, by=by, reason=sent_back_reason(reason, note))
     return reworks
 
 

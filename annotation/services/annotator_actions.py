@@ -45,6 +45,7 @@ from ..models import (
     PreferenceQuery,
     Study,
 )
+from .live_counts import refresh_live_counts
 from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal
 
 MAX_FLAG_REASON = 2000
@@ -222,6 +223,7 @@ def undo_last_submission(study: Study, annotator) -> Item:
             expires_at=now + timedelta(minutes=study.claim_minutes),
         )
         Judgment.objects.filter(pk=judgment.pk).delete()
+        refresh_live_counts(study, Item.objects.filter(pk=judgment.item_id))
     return judgment.item
 
 

@@ -44,6 +44,7 @@ from retrieval.planner import refresh_statistics
 from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Judgment, Study, StudyBlock
 from ..preference_schema import BOTH_BAD, TIE
 from .labels import Answer, validate_answer
+from .live_counts import refresh_live_counts
 from .pools import settle_completed
 from .preference_scheduling import advance_queries
 from .queue import clamp_seconds
@@ -343,6 +344,8 @@ def _write(study: Study, rows: list[_Row], users: dict, file: str) -> None:
     for chunk in chunks(plan.completed, ITEMS_PER_QUERY):
         Assignment.objects.filter(pk__in=chunk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
     Judgment.objects.bulk_create(plan.judgments, batch_size=ROWS_PER_INSERT)
+    for chunk in chunks(item_ids, ITEMS_PER_QUERY):  # locked above
+        refresh_live_counts(study, Item.objects.filter(pk__in=chunk))
     refresh_statistics(Assignment, Judgment)
 
 

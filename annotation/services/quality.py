@@ -30,7 +30,6 @@ from __future__ import annotations
 
 import math
 import random
-import statistics
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
@@ -39,6 +38,7 @@ from typing import NamedTuple
 from django.contrib.auth import get_user_model
 from django.db import IntegrityError, transaction
 from django.db.models import Count, Q
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from retrieval.chunks import chunks
@@ -58,7 +58,14 @@ from ..models import (
     StudyBlock,
 )
 from ..provenance import answer_column
-from ..selectors import answer_fields, counted_judgments, gold_judgments, shown_item
+from ..selectors import (
+    answer_fields,
+    counted_judgments,
+    gold_judgments,
+    median_seconds,
+    median_seconds_by_annotator,
+    shown_item,
+)
 from .labels import is_correct, study_schema, validate_answer, validate_expected
 from .qualification import qualification_state
 from .queue import AnnotationForbidden, annotator_refusal, items_still_to_judge
@@ -209,21 +216,35 @@ class Speeds:
     study_median: float | None
     medians: dict[str, float]  # username -> median seconds
     counts: dict[str, int]  # username -> timed judgments
+    counted: dict[str, int]  # username -> counted judgments, timed or not (the overview's column)
 
 
 def speeds(study: Study) -> Speeds:
-    """Median seconds per annotator and over the whole study, over counted judgments."""
-    times: dict[str, list[float]] = defaultdict(list)
-    rows = counted_judgments(study).order_by().values_list("annotator__username", "seconds", "server_seconds")
-    for username, seconds, server_seconds in rows:
-        value = judgment_seconds(seconds, server_seconds)
-        if value is not None:
-            times[username].append(value)
-    everything = [value for values in times.values() for value in values]
+    """Median seconds per annotator and over the whole study, over counted judgments (a
+    judgment's time: the client's, else the server's), each exact and found by the database
+    (annotation.selectors.median_seconds), with each annotator's counted judgments: one grouped
+    pass counts both, and the timed counts add up to the study's."""
+    counted = counted_judgments(study).order_by()
+    seconds = Coalesce("seconds", "server_seconds")
+    per_annotator = (
+        counted.values_list("annotator_id")
+        .annotate(
+            judgments=Count("pk"), timed=Count("pk", filter=Q(seconds__isnull=False) | Q(server_seconds__isnull=False))
+        )
+        .values_list("annotator_id", "judgments", "timed")
+    )
+    judgments, timed = {}, {}
+    for annotator_id, judgment_count, timed_count in per_annotator:
+        judgments[annotator_id], timed[annotator_id] = judgment_count, timed_count
+    medians = median_seconds_by_annotator(counted, seconds, timed)
+    usernames = dict(get_user_model().objects.filter(pk__in=judgments).values_list("pk", "username"))
+    by_name = sorted((usernames[annotator_id], median) for annotator_id, median in medians.items())
+    study_median = median_seconds(counted, seconds, sum(timed.values()))
     return Speeds(
-        statistics.median(everything) if everything else None,
-        {username: statistics.median(values) for username, values in sorted(times.items())},
-        {username: len(values) for username, values in sorted(times.items())},
+        study_median.value if study_median else None,
+        {username: median.value for username, median in by_name},
+        {username: median.count for username, median in by_name},
+        {usernames[annotator_id]: count for annotator_id, count in sorted(judgments.items())},
     )
 
 
@@ -513,9 +534,18 @@ def submit_peer_review(review: PeerReview, *, reviewer, verdict: str, comment: s
 
 def _disputed(study: Study):
     """The ids of the work items whose counted judgments disagree (different choices, selections
-    or labels; on a scale, a range above 0), as a subquery: the database finds them in one pass
-    over the judgments. Proxy answers are told apart by the chosen candidate's row (one per
-    position of an item), which spares a join."""
+    or labels; on a scale, a range above 0), as a subquery. Counted judgments are the live ones
+    unless an annotator's are excluded by a block: without such a block the items' stored count
+    of different live answers says it (annotation.services.live_counts) and no judgment is read;
+    with one, `_disputed_by_judgments`."""
+    if not StudyBlock.objects.filter(study=study, exclude_judgments=True).exists():
+        return Item.objects.filter(study=study, role=Item.Role.WORK, live_answers__gt=1).values("pk")
+    return _disputed_by_judgments(study)
+
+
+def _disputed_by_judgments(study: Study):
+    """_disputed found in one pass over the counted judgments. Proxy answers are told apart by
+    the chosen candidate's row (one per position of an item), which spares a join."""
     column = "choice" if study.kind == Study.Kind.PROXY else answer_column(study)
     return (
         counted_judgments(study)
@@ -669,13 +699,6 @@ def quality_overview(study: Study, measures: QualityMeasures | None = None) -> d
     block and open flags; plus disagreement and adjudication counts."""
     measures = measures or quality_measures(study)
     gold, peer, speed = measures.gold, measures.peer, measures.speed
-    counted = dict(
-        counted_judgments(study)
-        .order_by()
-        .values_list("annotator__username")
-        .annotate(judgments=Count("pk"))
-        .values_list("annotator__username", "judgments")
-    )
     blocks = {
         block.annotator.username: block for block in StudyBlock.objects.filter(study=study).select_related("annotator")
     }
@@ -714,7 +737,7 @@ def quality_overview(study: Study, measures: QualityMeasures | None = None) -> d
         "study_median_seconds": speed.study_median,
         "annotators": {
             person.username: {
-                "counted_judgments": counted.get(person.username, 0),
+                "counted_judgments": speed.counted.get(person.username, 0),
                 "gold": _rate_payload(gold.get(person.username)),
                 "median_seconds": speed.medians.get(person.username),
                 "peer_review": _rate_payload(peer.get(person.username)),

@@ -44,6 +44,7 @@ from ..post_editing import proposal_record
 from ..presentation import item_positions, shown_order
 from ..selectors import annotator_item_payload, annotator_progress, finished_payload, item_limit, shown_item
 from .labels import Answer, validate_answer
+from .live_counts import refresh_live_counts
 from .pools import draw_for_claim
 from .qualification import next_question, qualification_state, record_answer
 
@@ -378,6 +379,7 @@ def submit_judgment(
                 source=Judgment.Source.WEB,
             )
             Assignment.objects.filter(pk=assignment.pk).update(state=Assignment.State.SUBMITTED, submitted_at=now)
+            refresh_live_counts(study, Item.objects.filter(pk=item.pk))
             announce_judgment(judgment)
     except IntegrityError:
         # The database refused a second judgment of the same annotator: the first one stands.
@@ -518,21 +520,27 @@ def clean_void_reason(reason) -> str:
     return reason
 
 
-def void_in_bulk(judgments: QuerySet[Judgment], *, by, reason: str) -> int:
+def void_in_bulk(judgments: QuerySet[Judgment], *, study: Study, items: QuerySet[Item], by, reason: str) -> int:
     """Void the live `judgments` (a queryset at any size) with the cleaned `reason` and free their
     slots, as void_judgment does one at a time, in two UPDATE statements over subqueries (never a
     per-row save, nor an IN list of every id); how many were voided. Inside the caller's
     transaction. On Postgres the judgments are locked first, then their assignments written: the
     order void_judgment and undo follow, so a racing undo either finds its judgment voided or has
     deleted it already (SQLite's IMMEDIATE transactions serialise every writer). No post_save
-    fires: callers that change what the adjudication queue orders say so themselves."""
+    fires: callers that change what the adjudication queue orders say so themselves. `items` (the
+    study's, read the same before and after the voids) hold the judgments: they are locked before
+    the judgments, in the order undo and
+    void_judgment take them, and their stored live counts recounted after the voids."""
     judgments = judgments.filter(voided=False)
     if connection.features.has_select_for_update:
+        list(items.select_for_update().order_by("pk").values_list("pk", flat=True))
         list(judgments.select_for_update().values_list("pk", flat=True))
     Assignment.objects.filter(pk__in=judgments.filter(assignment__isnull=False).values("assignment_id")).update(
         state=Assignment.State.VOIDED
     )
-    return judgments.update(voided=True, void_reason=reason, voided_by=by, voided_at=timezone.now())
+    voided = judgments.update(voided=True, void_reason=reason, voided_by=by, voided_at=timezone.now())
+    refresh_live_counts(study, items)
+    return voided
 
 
 def void_judgment(judgment: Judgment, *, by, reason: str) -> Judgment:
@@ -541,6 +549,9 @@ def void_judgment(judgment: Judgment, *, by, reason: str) -> Judgment:
     item and annotator, voided or not). Voiding twice keeps the first reason."""
     reason = clean_void_reason(reason)
     with transaction.atomic():
+        # The item first, as undo and revisions lock it: its stored live counts change too.
+        item = Item.objects.filter(pk=judgment.item_id)
+        lock_rows(item)
         judgment = Judgment.objects.select_for_update().get(pk=judgment.pk)
         if judgment.voided:
             return judgment
@@ -549,4 +560,5 @@ def void_judgment(judgment: Judgment, *, by, reason: str) -> Judgment:
         judgment.save(update_fields=["voided", "void_reason", "voided_by", "voided_at"])
         if judgment.assignment_id:
             Assignment.objects.filter(pk=judgment.assignment_id).update(state=Assignment.State.VOIDED)
+        refresh_live_counts(judgment.item.study, item)
     return judgment

@@ -35,6 +35,7 @@ from ..label_schema import study_schema
 from ..models import Adjudication, Item, Judgment, JudgmentRevision, PeerReview, Study
 from ..presentation import shown_order, shown_position
 from ..selectors import answer_fields, query_display_text, shown_item
+from .live_counts import refresh_live_counts
 from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal, resolve_answer
 
 ANSWERS_PER_PAGE = 50
@@ -214,6 +215,7 @@ def revise_judgment(judgment: Judgment, annotator, *, unsure: bool = False, **an
         # The one sanctioned rewrite of an answer (Judgment.save refuses it): the earlier answer
         # is recorded above, in the same transaction.
         Judgment.objects.filter(pk=current.pk).update(**new, revision=F("revision") + 1, revised_at=now)
+        refresh_live_counts(study, Item.objects.filter(pk=item.pk))  # the item's answers may agree now, or not
         current.refresh_from_db()
     return Revision(current, created=True)
 

@@ -62,7 +62,8 @@ def void_judgments(study: Study, items: QuerySet[Item], *, by, reason, annotator
         judgments = Judgment.objects.filter(item__study=study, item__in=items.values("pk"))
         if annotator is not None:
             judgments = judgments.filter(annotator=annotator)
-        voided = void_in_bulk(judgments, by=by, reason=reason)
+        holding = Item.objects.filter(study=study, pk__in=judgments.values("item_id"))
+        voided = void_in_bulk(judgments, study=study, items=holding, by=by, reason=reason)
     return BulkResult(items=count, voided=voided)
 
 

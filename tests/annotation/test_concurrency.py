@@ -13,6 +13,7 @@ from django.db import connection
 from annotation.models import Assignment, Judgment
 from annotation.services import claim_next_item, submit_judgment
 from annotation.services.annotator_actions import skip_item, undo_last_submission
+from tests.annotation.test_live_counts import assert_counts_hold
 from tests.factories import make_annotator, make_relic_proxy_study
 
 ANNOTATORS = 5
@@ -54,6 +55,7 @@ def test_racing_annotators_never_overfill_an_item_or_judge_twice():
     assert max(pairs.values()) == 1
     assert not Assignment.objects.filter(state=Assignment.State.ACTIVE).exists()
     assert Assignment.objects.filter(state=Assignment.State.SUBMITTED).count() == ITEMS * JUDGMENTS_PER_ITEM
+    assert_counts_hold(study)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -146,3 +148,4 @@ def test_skips_and_undos_among_racing_annotators_neither_lose_nor_duplicate_judg
     skipped = set(Assignment.objects.filter(state=Assignment.State.SKIPPED).values_list("item_id", "annotator_id"))
     assert skipped == set(skipped_items)
     assert not skipped & set(Judgment.objects.values_list("item_id", "annotator_id"))
+    assert_counts_hold(study)

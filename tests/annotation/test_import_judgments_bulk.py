@@ -52,7 +52,9 @@ def test_the_statements_of_an_import_do_not_grow_with_its_rows(tmp_path):
 
     (thirty, _), (three_hundred, inserts) = statements_of_import(study, small), statements_of_import(study, large)
 
-    assert thirty == three_hundred <= 12
+    # 12 on SQLite, 13 with Postgres's row locks; one of them recounts the items' stored live
+    # judgments (annotation.services.live_counts: one UPDATE per 1,000 items).
+    assert thirty == three_hundred <= 13
     # An INSERT carries as many rows as the database takes (SQLite: 999 parameters, 66
     # judgments); before, every row cost at least four statements.
     assert inserts <= 1 + 2 * math.ceil(300 / 60)

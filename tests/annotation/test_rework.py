@@ -31,6 +31,7 @@ from annotation.services.rework import MAX_SEND_BACK_REASON, send_back, void_jud
 from evaluation.label_aggregation import label_sources_section
 from retrieval.errors import InputError
 from tests.annotation.test_attacks import session_client
+from tests.annotation.test_live_counts import assert_counts_hold
 from tests.factories import api_client, make_annotator, make_bulk_proxy_study, make_relic_proxy_study, make_user
 
 pytestmark = pytest.mark.django_db
@@ -294,6 +295,7 @@ def test_send_backs_racing_annotators_neither_lose_nor_duplicate_judgments():
     assert set(Assignment.objects.filter(judgment__in=voided).values_list("state", flat=True)) <= {"voided"}
     recorded = [judgment for judgments in Rework.objects.values_list("judgments", flat=True) for judgment in judgments]
     assert sorted(recorded) == sorted(voided.values_list("pk", flat=True))  # each voided under exactly one
+    assert_counts_hold(study)  # the items' stored live counts, recounted by every racing writer
 
 
 def test_bulk_void_matches_void_judgment_one_by_one():
