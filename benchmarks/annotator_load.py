@@ -3,10 +3,11 @@
 any judgment was lost, duplicated or over-assigned.
 
 For each database (SQLite file, or a scratch Postgres database next to the one DATABASE_URL or
---postgres-url names) and each mode, the benchmark migrates a fresh database, seeds a proxy study
+--postgres-url names) the benchmark migrates a scratch database once and seeds a proxy study
 (--items items, 3 candidates, --judgments-per-item judgments each) and --annotators annotator
-accounts with their own API token, starts `gunicorn marginalia.wsgi` (--workers, DEBUG off,
---conn-max-age) and drives every annotator over real HTTP for --seconds:
+accounts with their own API token; then for each gunicorn worker count (--workers, e.g. 1,2,4)
+and each mode, on a fresh copy of that seeded database, it starts `gunicorn marginalia.wsgi`
+(DEBUG off, --conn-max-age) and drives every annotator over real HTTP for --seconds:
 
     GET /api/annotate/S/next/  ->  pause  ->  POST /api/annotate/S/submit/  ->  again
 
@@ -20,7 +21,8 @@ the database holds afterwards: lost (submissions answered 200/201 with no judgme
 duplicated ((item, annotator) pairs judged more than once), over-assigned (items with more
 judgments than asked), double-accepted (a double submit both answered "created").
 
-Usage, from the project root (each run takes about --seconds plus ~30 s to migrate and seed):
+Usage, from the project root (each run takes about --seconds plus a few to start gunicorn and count;
+migrating and seeding, once per database, ~10-30 s on 2 cores):
     .venv/bin/python benchmarks/annotator_load.py --database sqlite --mode realistic
     .venv/bin/python benchmarks/annotator_load.py --database postgres --mode flat \\
         --postgres-url postgres://marginalia:marginalia-ci@127.0.0.1:5432/marginalia_i11a
@@ -33,11 +35,13 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import json
 import os
 import random
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -48,6 +52,7 @@ from pathlib import Path
 from urllib.parse import urlparse, urlunparse
 
 ROOT = Path(__file__).resolve().parents[1]
+SCRIPT = str(Path(__file__).resolve())  # its seed and count subcommands run in the server's code base
 PASSWORD = "load-test-password"
 CANDIDATES = 3
 
@@ -186,7 +191,8 @@ async def annotator(client, study: int, username: str, deadline: float, args, rn
             if payload["finished"]:
                 return
             if args.mode == "realistic":
-                await asyncio.sleep(rng.uniform(2.0, 5.0))
+                # Reading the item; one still reading at the deadline leaves without submitting.
+                await asyncio.sleep(min(rng.uniform(2.0, 5.0), max(0.0, deadline - time.perf_counter())))
                 if time.perf_counter() >= deadline:
                     return
             body = {"item": payload["item"], "position": rng.randrange(len(payload["candidates"])), "seconds": 3}
@@ -265,30 +271,45 @@ def free_port() -> int:
 
 
 class ScratchDatabase:
-    """A fresh database for one run: an SQLite file in a temp folder, or a Postgres database
-    created next to the one `postgres_url` names (dropped afterwards)."""
+    """A fresh database `name`: an SQLite file in `folder`, or a Postgres database created next to
+    the one `postgres_url` names; dropped afterwards. With `template_url` (a database of the same
+    kind no process is connected to) it starts as a copy of that one: a run gets the migrated,
+    seeded study from a file copy or a `CREATE DATABASE ... TEMPLATE` instead of migrating again
+    (the migrations alone cost 7-11 s of CPU, a minute of waiting on the loaded 2-core machine)."""
 
-    def __init__(self, kind: str, postgres_url: str | None, folder: Path):
-        self.kind, self.folder = kind, folder
+    def __init__(self, kind: str, postgres_url: str | None, folder: Path, name: str, template_url: str | None = None):
+        self.kind, self.template_url = kind, template_url
         if kind == "sqlite":
-            self.url = f"sqlite:///{folder / 'load.sqlite3'}"
+            self.path = folder / f"{name}.sqlite3"
+            self.url = f"sqlite:///{self.path}"
             return
         if not postgres_url:
             raise SystemExit("annotator_load: --postgres-url (or DATABASE_URL=postgres://...) is required for Postgres")
         parsed = urlparse(postgres_url)
         self.admin_url = postgres_url
-        self.name = f"{parsed.path.lstrip('/')}_load_{os.getpid()}"
+        self.name = f"{parsed.path.lstrip('/')}_{name}_{os.getpid()}"
         self.url = urlunparse(parsed._replace(path=f"/{self.name}"))
 
     def __enter__(self):
         if self.kind == "postgres":
             self._admin(f'DROP DATABASE IF EXISTS "{self.name}"')
-            self._admin(f'CREATE DATABASE "{self.name}"')
+            template = f' TEMPLATE "{urlparse(self.template_url).path.lstrip("/")}"' if self.template_url else ""
+            self._admin(f'CREATE DATABASE "{self.name}"{template}')
+        elif self.template_url:
+            # The backup API copies a consistent database, whatever its WAL file still holds.
+            with (
+                contextlib.closing(sqlite3.connect(self.template_url.removeprefix("sqlite:///"))) as source,
+                contextlib.closing(sqlite3.connect(self.path)) as target,
+            ):
+                source.backup(target)
         return self
 
     def __exit__(self, *exc):
         if self.kind == "postgres":
             self._admin(f'DROP DATABASE IF EXISTS "{self.name}" WITH (FORCE)')
+        else:
+            for suffix in ("", "-wal", "-shm"):
+                Path(f"{self.path}{suffix}").unlink(missing_ok=True)
 
     def _admin(self, statement: str) -> None:
         import psycopg
@@ -378,38 +399,44 @@ def percentile(values: list[float], share: float) -> float:
     return ordered[min(len(ordered) - 1, int(share * len(ordered)))]
 
 
-def one_run(database: str, mode: str, args) -> dict:
-    run_args = argparse.Namespace(**{**vars(args), "mode": mode})
-    script = str(Path(__file__).resolve())
-    with (
-        tempfile.TemporaryDirectory(prefix="annotator-load-") as folder,
-        ScratchDatabase(database, args.postgres_url, Path(folder)) as scratch,
-    ):
-        env = server_environment(scratch.url, args)
-        in_code(args, env, "manage.py", "migrate", "--no-input", "-v0")
+@contextlib.contextmanager
+def seeded_template(database: str, args, folder: Path):
+    """(the database every run of `database` copies, the seed's study and tokens): migrated once
+    (or copied from --migrated-database), the study and annotators seeded once (the same tokens in
+    every copy)."""
+    with ScratchDatabase(database, args.postgres_url, folder, "seeded", args.migrated_database) as template:
+        env = server_environment(template.url, args)
+        if not args.migrated_database:
+            in_code(args, env, "manage.py", "migrate", "--no-input", "-v0")
         seed_arguments = (str(args.code), str(args.items), str(args.annotators), str(args.judgments_per_item))
-        seeded = json.loads(in_code(args, env, script, "seed", *seed_arguments).strip().splitlines()[-1])
+        yield template, json.loads(in_code(args, env, SCRIPT, "seed", *seed_arguments).strip().splitlines()[-1])
+
+
+def one_run(template: ScratchDatabase, seeded: dict, mode: str, workers: int, args, folder: Path) -> dict:
+    """One load run on a fresh copy of the seeded template, served by gunicorn with `workers`."""
+    run_args = argparse.Namespace(**{**vars(args), "mode": mode, "workers": workers})
+    with ScratchDatabase(template.kind, args.postgres_url, folder, "run", template.url) as scratch:
+        env = server_environment(scratch.url, run_args)
         port = free_port()
-        log = Path(folder) / "server.log"
-        server = start_server(env, port, args, log)
+        log = folder / "server.log"
+        server = start_server(env, port, run_args, log)
         try:
             load = drive(f"http://127.0.0.1:{port}", seeded["study"], seeded["tokens"], run_args, server.pid)
             tally, elapsed, server_cpu = asyncio.run(load)
         finally:
             stop_server(server)
-        accepted_file = Path(folder) / "accepted.json"
+        accepted_file = folder / "accepted.json"
         accepted_file.write_text(json.dumps(sorted(tally.accepted)))
-        counted = in_code(args, env, script, "count", str(args.code), str(accepted_file))
-        counts = json.loads(counted.strip().splitlines()[-1])
+        counts = json.loads(in_code(args, env, SCRIPT, "count", str(args.code), str(accepted_file)).splitlines()[-1])
         server_errors = [line for line in log.read_text(errors="replace").splitlines() if "Error" in line]
         if server_errors:
             print(f"server log ({len(server_errors)} error lines), last ones:", *server_errors[-5:], sep="\n  ")
     requests = sum(tally.statuses.values())
     return {
-        "database": database,
+        "database": template.kind,
         "mode": mode,
         "annotators": args.annotators,
-        "workers": args.workers,
+        "workers": workers,
         "seconds": round(elapsed, 1),
         "requests": requests,
         "requests_per_second": round(requests / elapsed, 1),
@@ -467,30 +494,52 @@ def main(argv=None) -> int:
     parser.add_argument("--items", type=int, default=1200)
     parser.add_argument("--judgments-per-item", type=int, default=3)
     parser.add_argument("--double-share", type=float, default=0.1, help="Share of submissions sent twice at once.")
-    parser.add_argument("--workers", type=int, default=4, help="gunicorn workers (default 4).")
+    parser.add_argument(
+        "--workers",
+        type=lambda text: [int(count) for count in text.split(",")],
+        default=[4],
+        help="gunicorn workers (default 4); several counts (1,2,4) run each on its own copy of the seeded study.",
+    )
     parser.add_argument("--ramp", type=float, default=0.0, help="Annotators start spread over these seconds.")
     parser.add_argument("--conn-max-age", type=int, default=60, help="DATABASE_CONN_MAX_AGE for the server.")
+    parser.add_argument(
+        "--migrated-database",
+        default=None,
+        help="An empty database the --code checkout migrated, of the one --database kind (sqlite:///FILE, or a"
+        " Postgres URL on --postgres-url's server): copied instead of migrating one; never written.",
+    )
     parser.add_argument("--code", type=Path, default=ROOT, help="Project checkout the server runs from.")
     parser.add_argument("--json", action="store_true", help="Also print one JSON object per run.")
     args = parser.parse_args(argv)
     if args.postgres_url and not args.postgres_url.startswith("postgres"):
         args.postgres_url = None
     args.code = args.code.resolve()
+    migrated = args.migrated_database
+    if migrated and (args.database == "both" or not migrated.startswith(args.database)):
+        parser.error("--migrated-database: one database of the --database kind (sqlite or postgres)")
+    if migrated and args.database == "sqlite" and not Path(migrated.removeprefix("sqlite:///")).is_file():
+        parser.error(f"--migrated-database: no SQLite file {migrated.removeprefix('sqlite:///')}")
     databases = ["sqlite", "postgres"] if args.database == "both" else [args.database]
     modes = ["realistic", "flat"] if args.mode == "both" else [args.mode]
     print(
         f"annotator load: {args.annotators} annotators, {args.items} items x {args.judgments_per_item} judgments, "
-        f"{args.seconds:g} s per run (starts spread over {args.ramp:g} s), gunicorn -w {args.workers}, "
+        f"{args.seconds:g} s per run (starts spread over {args.ramp:g} s), "
+        f"gunicorn -w {','.join(map(str, args.workers))}, "
         f"CONN_MAX_AGE {args.conn_max_age}, "
         f"double submits {args.double_share:.0%}, code {args.code}, {os.cpu_count()} CPUs"
     )
     print(HEADER)
     results = []
     for database in databases:
-        for mode in modes:
-            result = one_run(database, mode, args)
-            results.append(result)
-            print(row(result), flush=True)
+        with (
+            tempfile.TemporaryDirectory(prefix="annotator-load-") as folder,
+            seeded_template(database, args, Path(folder)) as (template, seeded),
+        ):
+            for workers in args.workers:
+                for mode in modes:
+                    result = one_run(template, seeded, mode, workers, args, Path(folder))
+                    results.append(result)
+                    print(row(result), flush=True)
     if args.json:
         for result in results:
             print(json.dumps(result, sort_keys=True))

@@ -32,6 +32,7 @@ count -> realistic and flat figures) and `speedup` (flat requests/s against 1 wo
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import shutil
@@ -44,6 +45,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from benchmarks import paper_scale  # noqa: E402
+from benchmarks.annotator_load import ScratchDatabase  # noqa: E402
 from benchmarks.sharded_runs import (  # noqa: E402
     last_json,
     manage,
@@ -81,9 +83,24 @@ def parse_arguments() -> argparse.Namespace:
 
 
 def cuda_available() -> bool:
+    """Whether torch sees a GPU; torch (seconds to import) is not asked where no GPU driver is."""
+    if not any(Path(device).exists() for device in ("/proc/driver/nvidia", "/dev/kfd")):  # NVIDIA, ROCm
+        return False
     import torch
 
     return torch.cuda.is_available()
+
+
+@contextlib.contextmanager
+def migrated_copy(folder: Path, env: dict, redis_url: str, database_url: str):
+    """A copy of the freshly migrated SQLite scratch database, taken before anything is imported:
+    the annotator load seeds its study into it instead of migrating once more (7-11 s of CPU).
+    None on Postgres, where annotator_load migrates its own database next to the scratch one."""
+    if not database_url.startswith("sqlite"):
+        yield None
+        return
+    with ScratchDatabase("sqlite", None, folder, "migrated", database_url) as migrated:
+        yield migrated.url
 
 
 def write_collection(arguments, path: Path) -> int:
@@ -150,8 +167,12 @@ def timed_job(env: dict, *command) -> tuple[float, dict]:
 
 
 def stop(workers: list[subprocess.Popen]) -> None:
+    """Stop the workers together: each finishes its warm shutdown while the others do theirs
+    (one after another, W workers took W times the 5-10 s of one on the loaded 2-core machine)."""
     from jobs.management.commands.run_platform import stop_process
 
+    for worker in workers:
+        worker.terminate()
     for worker in workers:
         stop_process(worker)
 
@@ -160,10 +181,17 @@ def measure_workers(arguments, env: dict, folder: Path, relic: Path, birco: Path
     """Import, BM25 (and dense) runs with each worker count, on the same data."""
     steps: dict[str, dict] = {name: {} for name in ("import", "bm25", "dense") if name != "dense" or birco}
     reference = None
-    for count in arguments.counts:
-        threads = str(max(1, (os.cpu_count() or 1) // count))
-        workers = start_workers({**env, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}, count, folder)
-        try:
+    workers: list[subprocess.Popen] = []
+    try:
+        for count in arguments.counts:
+            threads = str(max(1, (os.cpu_count() or 1) // count))
+            workers, previous = (
+                start_workers({**env, "OMP_NUM_THREADS": threads, "MKL_NUM_THREADS": threads}, count, folder),
+                workers,
+            )
+            # The last count's workers shut down while these start (both take seconds on a busy
+            # machine); nothing is timed before they are gone and every new worker answers.
+            stop(previous)
             wait_until_workers_answer(redis_url, count)
             collection = f"scale-{count}"
             steps["import"][count], _ = timed_job(env, "import_relic", relic, "--collection", collection, "--async")
@@ -180,28 +208,34 @@ def measure_workers(arguments, env: dict, folder: Path, relic: Path, birco: Path
                     env, "retrieve", "--collection", "birco", "--retriever", "dense", "--async"
                 )
             peak = worker_peak_mib(workers)
-        finally:
-            stop(workers)
-        for step in steps.values():
-            step.setdefault("peak_mib", {})[count] = round(peak, 1)
-        print(f"  {count} worker(s): " + ", ".join(f"{name} {step[count]:.1f} s" for name, step in steps.items()))
+            for step in steps.values():
+                step.setdefault("peak_mib", {})[count] = round(peak, 1)
+            print(f"  {count} worker(s): " + ", ".join(f"{name} {step[count]:.1f} s" for name, step in steps.items()))
+    finally:
+        stop(workers)
     return steps
 
 
-def annotator_load(arguments, count: int, mode: str) -> dict:
-    database = ["--database", "postgres", "--postgres-url", arguments.database_url] if arguments.database_url else []
+def annotator_load(arguments, migrated_database: str | None) -> list[dict]:
+    """benchmarks/annotator_load.py at every worker count, realistic then flat: one migrated,
+    seeded study (copied from `migrated_database` where given) that every run gets a fresh copy
+    of; its results in that order."""
+    if arguments.database_url:
+        database = ["--database", "postgres", "--postgres-url", arguments.database_url]
+    else:
+        database = ["--database", "sqlite", "--migrated-database", migrated_database]
     command = [
         sys.executable,
         str(ROOT / "benchmarks" / "annotator_load.py"),
         *database,
-        *("--mode", mode, "--workers", str(count), "--annotators", str(arguments.annotators)),
+        *("--mode", "both", "--workers", arguments.workers, "--annotators", str(arguments.annotators)),
         *("--items", str(arguments.items), "--seconds", str(arguments.seconds), "--ramp", str(arguments.ramp)),
         "--json",
     ]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if result.returncode != 0:
         raise SystemExit(f"trec_scale: annotator_load failed:\n{result.stdout[-2000:]}{result.stderr[-2000:]}")
-    return json.loads(result.stdout.strip().splitlines()[-1])
+    return [json.loads(line) for line in result.stdout.strip().splitlines()[-2 * len(arguments.counts) :]]
 
 
 def finite(value: float) -> float | None:
@@ -209,15 +243,15 @@ def finite(value: float) -> float | None:
     return None if value != value else value
 
 
-def measure_annotators(arguments) -> dict:
+def measure_annotators(arguments, migrated_database: str | None) -> dict:
     figures: dict = {"workers": {}}
-    for count in arguments.counts:
-        realistic, flat = annotator_load(arguments, count, "realistic"), annotator_load(arguments, count, "flat")
+    runs = annotator_load(arguments, migrated_database)
+    for count, realistic, flat in zip(arguments.counts, runs[::2], runs[1::2], strict=True):
         figures["workers"][count] = {
             "realistic": {
-                key: realistic[key] for key in ("next_p50_ms", "next_p95_ms", "submit_p50_ms", "submit_p95_ms")
+                key: finite(realistic[key]) for key in ("next_p50_ms", "next_p95_ms", "submit_p50_ms", "submit_p95_ms")
             },
-            "flat": {key: flat[key] for key in ("requests_per_second", "next_p95_ms", "submit_p95_ms")},
+            "flat": {key: finite(flat[key]) for key in ("requests_per_second", "next_p95_ms", "submit_p95_ms")},
             "lost": realistic["lost"] + flat["lost"],
             "server_errors": realistic["server_errors"] + flat["server_errors"],
         }
@@ -280,7 +314,10 @@ def print_table(figures: dict, shares: dict) -> None:
 def main() -> None:
     arguments = parse_arguments()
     dense = arguments.dense or cuda_available()
-    with scratch_platform(arguments.database_url, arguments.shards, "marginalia-trec-scale-") as platform:
+    with (
+        scratch_platform(arguments.database_url, arguments.shards, "marginalia-trec-scale-") as platform,
+        migrated_copy(*platform) as migrated_database,
+    ):
         folder, env, redis_url, database_url = platform
         queries = write_collection(arguments, folder / "relic.json")
         birco, dense_texts = None, 0
@@ -295,7 +332,7 @@ def main() -> None:
             f" load average {os.getloadavg()[0]:.1f}"
         )
         steps = measure_workers(arguments, env, folder, folder / "relic.json", birco, redis_url)
-        annotators = measure_annotators(arguments)
+        annotators = measure_annotators(arguments, migrated_database)
     shares = {
         "import": arguments.books / paper_scale.RELIC_BOOKS,
         "bm25": queries / paper_scale.RELIC_QUERIES,
