@@ -4,13 +4,15 @@ responses, parsed answers or failure reasons, tokens and seconds, and a second r
 batched greedy generation gives the answers one-at-a-time generation gives; the judge labels a
 small pool and gets its card end to end, and a seeded sample of a pool (judge_card --sample)."""
 
+import json
+
 import ir_measures
 import pytest
 
 from judges.backends import LocalBackend
 from judges.models import JudgeAnswer
 from judges.pools import qrels_pool, stratified_sample
-from judges.prompts import pair_prompt
+from judges.prompts import pair_prompt, prompts_folder
 from judges.services import EMBEDDED_JUDGE, get_judge
 from retrieval.models import Hit
 from retrieval.qrels_sources import load_qrels
@@ -109,10 +111,27 @@ def varied_prompts() -> list:
     ]
 
 
+def birco_prompts(folder, count: int) -> list:
+    """BIRCO's direct-scoring prompts (the RELiC objective) for the first `count` qrels pairs of
+    the RELiC dev set, one relevant: real prompts of ~700 tokens, as a card on it asks them."""
+    rows = [line.split("\t") for line in (folder / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    rows = [row for row in rows if row[2] == "1"][:1] + rows[: count - 1]
+
+    def texts(name):
+        with open(folder / name, encoding="utf-8") as lines:
+            return {row["_id"]: row["text"] for row in map(json.loads, lines)}
+
+    queries, corpus = texts("queries.jsonl"), texts("corpus.jsonl")
+    objective = (prompts_folder() / "objectives" / "birco_relic.txt").read_text(encoding="utf-8")
+    return [pair_prompt(queries[query], corpus[passage], objective) for query, passage, _ in rows]
+
+
 @pytest.mark.timeout(1800)
-def test_batched_greedy_answers_are_the_answers_one_at_a_time():
+def test_batched_and_threaded_greedy_answers_are_the_answers_one_at_a_time(shared_data):
+    """A CPU's strategy (judges.backends.CPU_STRATEGY) and CUDA's (batched) answer exactly as one
+    at a time, on prompts of four lengths and on real BIRCO RELiC prompts."""
     backend = LocalBackend({"max_tokens": 6})
-    requests = [(prompt, 0) for prompt in varied_prompts()]
+    requests = [(prompt, 0) for prompt in [*varied_prompts(), *birco_prompts(shared_data / "birco-relic-dev", 2)]]
 
     alone = backend.answer(requests, strategy="sequential")
     for strategy in ("batched", "threads"):
@@ -120,7 +139,7 @@ def test_batched_greedy_answers_are_the_answers_one_at_a_time():
         assert [c.text for c in together] == [c.text for c in alone], strategy
         assert [c.completion_tokens for c in together] == [c.completion_tokens for c in alone], strategy
         assert [c.prompt_tokens for c in together] == [c.prompt_tokens for c in alone], strategy
-    assert len({c.prompt_tokens for c in alone}) == 4  # the batch really was padded
+    assert len({c.prompt_tokens for c in alone}) == 6  # the batch really was padded
 
     # Sampled answers are asked one at a time: sample i reads the same alone or among others.
     sampled = LocalBackend({"max_tokens": 6, "temperature": 0.9, "seed": 5})
