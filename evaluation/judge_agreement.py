@@ -177,7 +177,7 @@ def label_agreement_section(human: Qrels, judge: Qrels, query_names: dict[int, s
     }
 
 
-def _count(value, field: str, high: int) -> int:
+def count_option(value, field: str, high: int) -> int:
     """A whole number 0..high given as a number or as ASCII digits (the input rule)."""
     if isinstance(value, int) and not isinstance(value, bool):
         value = str(value)
@@ -199,8 +199,8 @@ def human_qrels_for(collection: Collection, human: str | None) -> Qrels:
 
 def bootstrap_options(seed, bootstrap) -> tuple[int, int]:
     """(seed, resamples) from numbers or ASCII digits; defaults 0 and BOOTSTRAP_SAMPLES."""
-    seed = 0 if seed in (None, "") else _count(seed, "seed", 2**32 - 1)
-    samples = BOOTSTRAP_SAMPLES if bootstrap in (None, "") else _count(bootstrap, "bootstrap", MAX_BOOTSTRAP)
+    seed = 0 if seed in (None, "") else count_option(seed, "seed", 2**32 - 1)
+    samples = BOOTSTRAP_SAMPLES if bootstrap in (None, "") else count_option(bootstrap, "bootstrap", MAX_BOOTSTRAP)
     return seed, samples
 
 

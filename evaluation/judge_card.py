@@ -6,7 +6,12 @@ The pool is the human qrels' pairs: a relevance study's items (`--human study:ID
 study's wording) or the collection's qrels pairs (`imported`, asked outside a study: BIRCO's
 direct scoring or the judge's built-in prompt). The judge labels it `samples` times
 (judges.pools.label_pool); its label of a pair is the majority of its readable samples (ties to
-the lower label), as `judge:NAME` qrels read it. Then:
+the lower label), as `judge:NAME` qrels read it.
+With `sample` (N pairs), the judge is asked only a seeded sample of that pool, stratified by the
+human grade within each query (judges.pools.stratified_sample, seed `sample_seed`): the card
+says so (`pool.sample`: size, share, strategy, seed), its judge qrels cover the sampled pairs
+only, and the leaderboard compares both sides on those pairs (the human qrels restricted to the
+sample; every pair outside it unjudged, so not relevant, on both sides). Then:
 - items: agreement with the human labels (evaluation.judge_agreement.label_agreement_section:
   Cohen's kappa of relevant / not relevant per query and overall, identical labels, confusion);
 - leaderboard: with two or more runs, the comparison of their leaderboards under both labels
@@ -42,6 +47,7 @@ from evaluation.agreement import finite_or_none
 from evaluation.judge_agreement import (
     bootstrap_options,
     compare_leaderboards,
+    count_option,
     human_qrels_for,
     label_agreement_section,
 )
@@ -49,7 +55,16 @@ from evaluation.judge_report import self_consistency
 from evaluation.leaderboard import board_runs, leaderboard_measures
 from jobs.progress import Progress, no_progress
 from judges.models import Judge, JudgeCard
-from judges.pools import PoolPair, label_pool, pool_answers, qrels_pool, study_pool
+from judges.pools import (
+    PoolPair,
+    check_sample_size,
+    label_pool,
+    pool_answers,
+    pool_strata,
+    qrels_pool,
+    stratified_sample,
+    study_pool,
+)
 from judges.probes import ProbedItem, position_probe
 from judges.prompts import prompts_folder
 from judges.services import MAX_SAMPLES, PROMPTED
@@ -59,6 +74,10 @@ from retrieval.qrels_sources import Qrels
 
 CALIBRATION_BINS = 10
 LENGTH_UNIT = 100  # words
+SAMPLE_STRATEGY = (
+    "stratified by human grade within each query: one pair of every (query, grade) first, the rest in proportion"
+    " to what each has left (largest remainder), random.Random(seed)"
+)
 
 
 def _majority(values: Sequence[int]) -> int:
@@ -171,6 +190,8 @@ def card_options(
     seed=None,
     bootstrap=None,
     objective: str = "",
+    sample=None,
+    sample_seed=None,
 ) -> dict:
     """The card's options checked before any work (InputError naming the field): what a job
     is queued with."""
@@ -194,6 +215,7 @@ def card_options(
         if judge.backend not in PROMPTED:
             raise InputError(f"judge {judge} answers no prompts to probe", field="probe_study")
     seed, resamples = bootstrap_options(seed, bootstrap)
+    sample, sample_seed = sample_options(sample, sample_seed, human_qrels)
     return {
         "collection": collection.pk,
         "human": human_qrels.source,
@@ -204,7 +226,32 @@ def card_options(
         "seed": seed,
         "bootstrap": resamples,
         "objective": objective,
+        "sample": sample,
+        "sample_seed": sample_seed,
     }
+
+
+def sample_options(sample, sample_seed, human: Qrels) -> tuple[int | None, int]:
+    """(pairs to sample or None for the whole pool, seed) from numbers or ASCII digits: at
+    least one pair of each (query, grade) of the human labels."""
+    seed = 0 if sample_seed in (None, "") else count_option(sample_seed, "sample_seed", 2**32 - 1)
+    if sample in (None, ""):
+        return None, seed
+    size = count_option(sample, "sample", 10**7)
+    check_sample_size(size, pool_strata(human.judgments))
+    return size, seed
+
+
+def sampled_human(human: Qrels, pairs: Sequence[PoolPair]) -> Qrels:
+    """The human qrels on the sampled pairs only, every query kept (the others unjudged)."""
+    kept = {(pair.query.pk, pair.passage.pk) for pair in pairs}
+    judgments = {
+        query_id: {pk: label for pk, label in passages.items() if (query_id, pk) in kept}
+        for query_id, passages in human.judgments.items()
+    }
+    return Qrels(
+        human.collection, human.source, f"{human.label}, on the judge's sample", judgments, origin=human.origin
+    )
 
 
 def judge_card(judge: Judge, options: dict, *, user=None, progress: Progress = no_progress) -> JudgeCard:
@@ -217,6 +264,19 @@ def judge_card(judge: Judge, options: dict, *, user=None, progress: Progress = n
         pairs = study_pool(human.origin, judge)
     else:
         pairs = qrels_pool(collection, judge, objective)
+    pool_size, sample = len(pairs), None
+    if options.get("sample") is not None:
+        pairs = stratified_sample(pairs, human.judgments, options["sample"], options["sample_seed"])
+        sample = {
+            "size": len(pairs),
+            "of": pool_size,
+            "share": len(pairs) / pool_size,
+            "seed": options["sample_seed"],
+            "strategy": SAMPLE_STRATEGY,
+            "strata": pool_strata(human.judgments),
+            "covers": "the judge's qrels cover the sampled pairs only; the leaderboard compares both sides on them"
+            " (the human qrels restricted to the sample, every other pair unjudged: not relevant)",
+        }
     if judge.backend in PROMPTED:
         tally = label_pool(judge, pairs, samples, lambda f, m: progress(0.75 * f, m))
     answers = pool_answers(judge, pairs, samples)
@@ -240,7 +300,12 @@ def judge_card(judge: Judge, options: dict, *, user=None, progress: Progress = n
         runs = board_runs(collection, options["run_ids"])
         named = leaderboard_measures(options["metrics"])
         leaderboard = compare_leaderboards(
-            runs, named, human, judge_qrels, seed=options["seed"], samples=options["bootstrap"]
+            runs,
+            named,
+            human if sample is None else sampled_human(human, pairs),
+            judge_qrels,
+            seed=options["seed"],
+            samples=options["bootstrap"],
         )
         del leaderboard["labels"]  # the card's `items`
     position = None
@@ -254,7 +319,7 @@ def judge_card(judge: Judge, options: dict, *, user=None, progress: Progress = n
         "collection": collection.name,
         "human": human.source,
         "human_label": human.label,
-        "pool": {"pairs": len(pairs), "samples": samples, "labelled": len(labels), **tally},
+        "pool": {"pairs": len(pairs), "samples": samples, "labelled": len(labels), **tally, "sample": sample},
         "unparseable": {
             "answers": stored,
             "failed": tally["failed"],

@@ -7,6 +7,9 @@ Pools (every pair of one, not only the items annotators are shown):
   judge_study asks it);
 - a collection's qrels pairs: every judged pair of its imported qrels;
 - runs' pool: the union of the runs' top `depth` per query (TREC's depth pooling).
+A pool may be sampled (`stratified_sample`): a seeded sample stratified by the human grade within
+each query, so that a judge slower than its pool (the embedded CPU judge on a collection's qrels)
+is asked a stated share of it rather than all of it.
 The last two are asked outside any study: BIRCO's direct-scoring prompt (0-10, the task
 objective as guidelines) or the judge's built-in prompt (UMBRELA's 0-3), the query read as
 rerank reads it (retrieval.scoring.query_text with the context QUERY_CONTEXT and the mask).
@@ -24,7 +27,9 @@ Each label is a pair answer whose prompt hash is the file's SHA-256.
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import math
+import random
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -107,6 +112,52 @@ def runs_pool(
     passages = Passage.objects.in_bulk([pk for found in union.values() for pk in found])
     ordered = sorted(union, key=lambda pk: (queries[pk].ordinal, pk))
     return _outside_study(judge, [(queries[q], passages[p]) for q in ordered for p in union[q]], objective)
+
+
+def pool_strata(grades: Mapping[int, Mapping[int, int]]) -> int:
+    """How many (query, grade) strata the human labels `grades` (query id -> passage id -> grade)
+    have: the smallest stratified sample that keeps one pair of each."""
+    return len({(query_id, grade) for query_id, passages in grades.items() for grade in passages.values()})
+
+
+def check_sample_size(size: int, strata: int) -> None:
+    if size < strata:
+        raise InputError(f"must be at least {strata} (one pair of each query's each grade), got {size}", field="sample")
+
+
+def stratified_sample(
+    pairs: Sequence[PoolPair], grades: Mapping[int, Mapping[int, int]], size: int, seed: int
+) -> list[PoolPair]:
+    """`size` of the pool's pairs, stratified by the human grade within each query (`grades`:
+    query id -> passage id -> grade; a pair without one is a stratum of its query's own), in
+    pool order. Every (query, grade) stratum gets one pair first, so every query keeps each of
+    its grades (a query's few relevant pairs are never all left out, as a proportional share
+    of them would be); the rest is shared in proportion to what each stratum has left, whole
+    pairs by largest remainder (equal remainders in a seeded order). Each stratum's pairs are
+    the first of a random.Random(seed) permutation of it that does not depend on `size`: the
+    same pool, grades, size and seed give the same pairs, and a larger sample under the same
+    seed keeps a smaller one's pairs wherever a stratum's share does not shrink (so the answers
+    stored for a first, small card are reused by a larger one). InputError (field `sample`)
+    when `size` is below the number of strata; the whole pool when `size` covers it."""
+    if size >= len(pairs):
+        return list(pairs)
+    strata: dict[tuple, list[int]] = {}
+    for index, pair in enumerate(pairs):
+        grade = grades.get(pair.query.pk, {}).get(pair.passage.pk)
+        strata.setdefault((pair.query.pk, grade is None, grade or 0), []).append(index)
+    check_sample_size(size, len(strata))
+    keys = sorted(strata)
+    generator = random.Random(seed)
+    generator.shuffle(keys)  # the order equal remainders are served in
+    spare, left = size - len(strata), {key: len(strata[key]) - 1 for key in keys}
+    exact = {key: spare * left[key] / sum(left.values()) for key in keys}
+    quota = {key: 1 + math.floor(exact[key]) for key in keys}
+    by_remainder = sorted(keys, key=lambda key: exact[key] - math.floor(exact[key]), reverse=True)
+    for key in by_remainder[: size - sum(quota.values())]:
+        quota[key] += 1
+    permuted = {key: generator.sample(strata[key], len(strata[key])) for key in sorted(strata)}
+    chosen = sorted(index for key in keys for index in permuted[key][: quota[key]])
+    return [pairs[index] for index in chosen]
 
 
 def pool_spec(

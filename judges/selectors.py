@@ -117,7 +117,8 @@ def card_summary(card: JudgeCard) -> dict:
     """A card's headline figures (evaluation.judge_card's payload), for the table that compares
     the cards of a judge's versions and prompts: kappa with the humans, the first metric's
     leaderboard agreement, how often it follows the position, its length slope minus the
-    humans', calibration error, self-consistency and the unparseable share."""
+    humans', calibration error, self-consistency and the unparseable share; `sampled_from`: the
+    pool the pairs were sampled from (judge_card --sample), else None."""
     payload = card.payload
     leaderboard = payload.get("leaderboard") or {}
     metric, section = next(iter((leaderboard.get("metrics") or {}).items()), (None, {}))
@@ -133,6 +134,7 @@ def card_summary(card: JudgeCard) -> dict:
         "prompt_sha256": card.prompt.get("sha256"),
         "pairs": (payload.get("pool") or {}).get("pairs"),
         "samples": (payload.get("pool") or {}).get("samples"),
+        "sampled_from": ((payload.get("pool") or {}).get("sample") or {}).get("of"),
         "kappa": (payload.get("items") or {}).get("kappa"),
         "metric": metric,
         "kendall_tau": section.get("kendall_tau"),

@@ -2,14 +2,20 @@
 judge_study without --judge answers a small proxy and a small relevance study, stores raw
 responses, parsed answers or failure reasons, tokens and seconds, and a second run asks nothing;
 batched greedy generation gives the answers one-at-a-time generation gives; the judge labels a
-small pool and gets its card end to end."""
+small pool and gets its card end to end, and a seeded sample of a pool (judge_card --sample)."""
 
+import json
+
+import ir_measures
 import pytest
 
 from judges.backends import LocalBackend
 from judges.models import JudgeAnswer
-from judges.prompts import pair_prompt
-from judges.services import EMBEDDED_JUDGE
+from judges.pools import qrels_pool, stratified_sample
+from judges.prompts import pair_prompt, prompts_folder
+from judges.services import EMBEDDED_JUDGE, get_judge
+from retrieval.models import Hit
+from retrieval.qrels_sources import load_qrels
 from tests.factories import (
     add_judgment,
     add_label_item,
@@ -105,10 +111,27 @@ def varied_prompts() -> list:
     ]
 
 
+def birco_prompts(folder, count: int) -> list:
+    """BIRCO's direct-scoring prompts (the RELiC objective) for the first `count` qrels pairs of
+    the RELiC dev set, one relevant: real prompts of ~700 tokens, as a card on it asks them."""
+    rows = [line.split("\t") for line in (folder / "qrels.tsv").read_text(encoding="utf-8").splitlines()[1:]]
+    rows = [row for row in rows if row[2] == "1"][:1] + rows[: count - 1]
+
+    def texts(name):
+        with open(folder / name, encoding="utf-8") as lines:
+            return {row["_id"]: row["text"] for row in map(json.loads, lines)}
+
+    queries, corpus = texts("queries.jsonl"), texts("corpus.jsonl")
+    objective = (prompts_folder() / "objectives" / "birco_relic.txt").read_text(encoding="utf-8")
+    return [pair_prompt(queries[query], corpus[passage], objective) for query, passage, _ in rows]
+
+
 @pytest.mark.timeout(1800)
-def test_batched_greedy_answers_are_the_answers_one_at_a_time():
+def test_batched_and_threaded_greedy_answers_are_the_answers_one_at_a_time(shared_data):
+    """A CPU's strategy (judges.backends.CPU_STRATEGY) and CUDA's (batched) answer exactly as one
+    at a time, on prompts of four lengths and on real BIRCO RELiC prompts."""
     backend = LocalBackend({"max_tokens": 6})
-    requests = [(prompt, 0) for prompt in varied_prompts()]
+    requests = [(prompt, 0) for prompt in [*varied_prompts(), *birco_prompts(shared_data / "birco-relic-dev", 2)]]
 
     alone = backend.answer(requests, strategy="sequential")
     for strategy in ("batched", "threads"):
@@ -116,7 +139,7 @@ def test_batched_greedy_answers_are_the_answers_one_at_a_time():
         assert [c.text for c in together] == [c.text for c in alone], strategy
         assert [c.completion_tokens for c in together] == [c.completion_tokens for c in alone], strategy
         assert [c.prompt_tokens for c in together] == [c.prompt_tokens for c in alone], strategy
-    assert len({c.prompt_tokens for c in alone}) == 4  # the batch really was padded
+    assert len({c.prompt_tokens for c in alone}) == 6  # the batch really was padded
 
     # Sampled answers are asked one at a time: sample i reads the same alone or among others.
     sampled = LocalBackend({"max_tokens": 6, "temperature": 0.9, "seed": 5})
@@ -164,3 +187,71 @@ def test_the_embedded_judge_labels_a_small_pool_and_gets_its_card_end_to_end():
         assert card["self_consistency"]["all_agree"] == 1.0
     assert set(card["leaderboard"]["metrics"]) == {"nDCG@10", "P@5", "AP", "Bpref"}
     assert card["prompt"]["name"] == "relevance" and card["prompt"]["probe"]["name"] == "proxy"
+
+
+@pytest.mark.timeout(1800)
+def test_a_sampled_card_asks_the_embedded_judge_the_sample_alone_and_compares_leaderboards_on_it():
+    """Two queries, one relevant passage of six each; --sample 6 asks each query's relevant pair
+    and two others. The human side of the leaderboard is the sample: a run that ranks an
+    unsampled non-relevant passage above the relevant one loses nothing in Bpref there (it would
+    lose everything on the whole qrels), as ir-measures says on the sampled qrels."""
+    collection = make_collection("embedded-sampled-card")
+    for number, query in enumerate(["Where do cats sleep?", "What do ships carry?"]):
+        made = make_text_query(collection, query, external_id=f"q{number}")
+        texts = [f"{query.split()[2]} {word} the harbour and the window." for word in "abcde"]
+        passages = make_text_passages(collection, [*texts, "Cats sleep on warm windowsills; ships carry cargo."])
+        add_qrels(made, {passage: int(index == 5) for index, passage in enumerate(passages)})
+    judge = get_judge(EMBEDDED_JUDGE)
+    human = load_qrels(collection)
+    sample = stratified_sample(qrels_pool(collection, judge), human.judgments, 6, seed=4)
+    sampled = {(pair.query.pk, pair.passage.pk) for pair in sample}
+    runs = {}
+    for name in ("unsampled-first", "relevant-last"):
+        scores = {}
+        for query in collection.queries.all():
+            judged = sorted(human.judgments[query.pk], key=lambda pk: -human.judgments[query.pk][pk])
+            relevant, others = judged[0], judged[1:]
+            outside = next(pk for pk in others if (query.pk, pk) not in sampled)
+            order = [outside, relevant, *[pk for pk in others if pk != outside]]
+            if name == "relevant-last":
+                order = [*others, relevant]
+            scores[query] = {collection.passages.get(pk=pk): len(order) - place for place, pk in enumerate(order)}
+        runs[name] = make_scored_run(collection, scores)
+
+    card = call_json_command(
+        "judge_card", EMBEDDED_JUDGE, "--collection", collection.name,
+        "--runs", ",".join(str(run.pk) for run in runs.values()), "--metrics", "Bpref nDCG@10",
+        "--sample", "6", "--sample-seed", "4", "--bootstrap", "20",
+    )  # fmt: skip
+
+    asked = JudgeAnswer.objects.filter(judge=judge, item__isnull=True)
+    assert {(answer.query_id, answer.passage_id) for answer in asked} == sampled and asked.count() == 6
+    assert card["pool"]["pairs"] == 6 and card["options"]["sample"] == 6
+    described = card["pool"]["sample"]
+    assert (described["size"], described["of"], described["share"], described["seed"]) == (6, 12, 0.5, 4)
+    assert described["strata"] == 4 and "stratified by human grade" in described["strategy"]
+    assert card["items"]["coverage"] == card["items"]["pairs"] / 12
+
+    external = dict(collection.passages.values_list("pk", "external_id"))
+    queries = dict(collection.queries.values_list("pk", "external_id"))
+    labels = {(a.query_id, a.passage_id): a.parsed["score"] for a in asked.exclude(parsed__isnull=True)}
+    measures = [ir_measures.parse_measure(name) for name in ("Bpref", "nDCG@10")]
+    for side, qrels in (
+        ("human", {pair: human.judgments[pair[0]][pair[1]] for pair in sampled}),
+        ("judge", labels),
+    ):
+        for name, run in runs.items():
+            hits = Hit.objects.filter(run=run)
+            per_query = {
+                (m.query_id, str(m.measure)): m.value
+                for m in ir_measures.iter_calc(
+                    measures,
+                    [ir_measures.Qrel(queries[q], external[p], label) for (q, p), label in qrels.items()],
+                    [ir_measures.ScoredDoc(queries[h.query_id], external[h.passage_id], -h.rank) for h in hits],
+                )
+            }
+            for measure in map(str, measures):  # a query the judge labelled nothing of scores 0
+                expected = sum(per_query.get((query, measure), 0.0) for query in queries.values()) / len(queries)
+                reported = card["leaderboard"]["metrics"][measure][side][str(run.pk)]
+                assert reported == pytest.approx(expected), (side, name, measure)
+    assert card["leaderboard"]["metrics"]["Bpref"]["human"][str(runs["unsampled-first"].pk)] == 1.0

@@ -1,8 +1,10 @@
 """`judge_card NAME --collection C [--human imported|study:ID] [--runs A,B,C] [--metrics "nDCG@10"]
-[--probe-study ID] [--samples N] [--seed S] [--bootstrap N] [--objective-file F] [--async]
-[--json]`: compute and keep the card of the judge's latest version on a collection
-(evaluation.judge_card: item agreement, leaderboard agreement, position / length / calibration
-probes, self-consistency, unparseable answers), asking the judge what it has not answered. Keys
+[--probe-study ID] [--samples N] [--seed S] [--bootstrap N] [--sample N [--sample-seed S]]
+[--objective-file F] [--async] [--json]`: compute and keep the card of the judge's latest version
+on a collection (evaluation.judge_card: item agreement, leaderboard agreement, position / length /
+calibration probes, self-consistency, unparseable answers), asking the judge what it has not
+answered; `--sample N` asks it a seeded sample of N pairs stratified by human grade per query
+(`pool.sample` says so), for a judge too slow for the whole pool. Keys
 `card`, `judge`, `version`, `prompt` and the card's figures (`items`, `leaderboard`, `position`,
 `length`, `calibration`, `self_consistency`, `unparseable`, `pool`). `--compare` computes nothing:
 key `cards`, the summaries of every version's cards (prompts compared)."""
@@ -32,6 +34,10 @@ class Command(JsonCommand):
         parser.add_argument("--samples", type=int, default=1, help="Answers per pair (2+: calibration, consistency).")
         parser.add_argument("--seed", default=None, help="Seed of the bootstrap over queries (default 0).")
         parser.add_argument("--bootstrap", default=None, help="Bootstrap resamples (default 1000).")
+        parser.add_argument(
+            "--sample", default=None, help="Ask the judge N pairs, stratified by human grade per query (default all)."
+        )
+        parser.add_argument("--sample-seed", default=None, help="Seed of the --sample draw (default 0).")
         parser.add_argument("--objective-file", default=None, help="BIRCO's task objective, for pairs outside a study.")
         parser.add_argument("--async", dest="run_async", action="store_true", help="Send the work to a Celery worker.")
         parser.add_argument("--compare", action="store_true", help="List the cards of every version; compute nothing.")
@@ -54,6 +60,8 @@ class Command(JsonCommand):
             "samples": options["samples"],
             "seed": options["seed"],
             "bootstrap": options["bootstrap"],
+            "sample": options["sample"],
+            "sample_seed": options["sample_seed"],
             "objective": read_objective(options["objective_file"]),
         }
         if run_async:
