@@ -146,14 +146,17 @@ def test_a_book_whose_worker_dies_is_imported_again_alone(platform, workers):
         text=True,
     )
     victim = wait_for_a_running_part(platform, "large-spread")
+    os.kill(int(victim["worker"].rsplit(":", 1)[1]), signal.SIGKILL)
     queued = json.loads(command.communicate(timeout=WAIT_SECONDS)[0])
     assert command.returncode == 0 and victim["parent_id"] == queued["job_id"]
-    os.kill(int(victim["worker"].rsplit(":", 1)[1]), signal.SIGKILL)
     job = wait_for_job(platform["database"], queued["job_id"])
 
     assert job["status"] == "succeeded", job["error"] or worker_log(platform)
+    # One part ran twice, every other once. It is the part seen running unless that part finished
+    # between being seen and the kill, and the process had already taken the next one: then the
+    # next one is the part lost with the process (seen under load in a full run).
     attempts = {part["id"]: part["attempts"] for part in child_jobs(platform, job["id"])}
-    assert attempts == {part: 2 if part == victim["id"] else 1 for part in attempts}, worker_log(platform)
+    assert sorted(attempts.values()) == [1] * (len(attempts) - 1) + [2], worker_log(platform)
     assert collection_content(platform, "large-spread") == collection_content(platform, "large-single")
 
 
