@@ -157,9 +157,10 @@ def main() -> None:
         started = time.perf_counter()
         study = make_bulk_proxy_study(args.items)
         run = study.negatives_run
-        run.metrics = evaluate_run(run)  # stored when a run finishes; the factory writes hits directly
-        run.save(update_fields=["metrics"])
         add_run_results(study)
+        # Stored when a run finishes (the factory writes hits directly), its qrels and results in place.
+        run.metrics = evaluate_run(run, page_coverage=True)
+        run.save(update_fields=["metrics"])
         print(f"study of {args.items:,} items x 3 judgments built in {time.perf_counter() - started:.1f} s")
         first_item = study.items.order_by("position").first()
         ids = {

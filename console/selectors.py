@@ -15,7 +15,7 @@ from annotation.selectors import item_limit, median_seconds_by_annotator, query_
 from annotation.services.preference_scheduling import adaptive_progress, design_of, is_adaptive
 from annotation.ui_selectors import staff_study_items
 from evaluation.leaderboard_exports import best_means, ranked_run_ids, run_letters, significance_marks
-from retrieval.metrics import METRICS, RECALL_CUTOFFS, run_coverage, run_metrics
+from retrieval.metrics import METRICS, RECALL_CUTOFFS, run_metrics, run_page_coverage
 from retrieval.models import Run, RunQuery
 from retrieval.wording import counted
 
@@ -59,13 +59,17 @@ def query_preview(query) -> str:
     return text if len(text) <= PREVIEW_CHARACTERS else text[: PREVIEW_CHARACTERS - 1] + "…"
 
 
-def run_query_rows(run: Run, page_number, judged: dict | None = None) -> tuple[list[dict], object]:
-    """One page of the run's queries in collection order: preview, quote length, candidate-set
-    size, relevant passages, the rank of the best-ranked one (None: no relevant passage) and,
-    from `judged` (judged_per_query), its Judged@10 (None: a query the qrels do not judge)."""
+def run_query_page(run: Run, page_number):
+    """One page of the run's per-query results in collection order, with their queries."""
     results = RunQuery.objects.filter(run=run).select_related("query").order_by("query__ordinal", "query_id")
-    page = Paginator(results, QUERIES_PER_PAGE).get_page(page_number)
-    rows = [
+    return Paginator(results, QUERIES_PER_PAGE).get_page(page_number)
+
+
+def run_query_rows(page, judged: dict | None = None) -> list[dict]:
+    """A run_query_page's rows: preview, quote length, candidate-set size, relevant passages,
+    the rank of the best-ranked one (None: no relevant passage) and, from `judged`
+    (judged_per_query), its Judged@10 (None: a query the qrels do not judge)."""
+    return [
         {
             "query": result.query,
             "preview": query_preview(result.query),
@@ -76,7 +80,6 @@ def run_query_rows(run: Run, page_number, judged: dict | None = None) -> tuple[l
         }
         for result in page
     ]
-    return rows, page
 
 
 def by_length_table(by_quote_length: dict) -> dict:
@@ -103,8 +106,9 @@ def run_page(run: Run, page_number=1, qrels: str | None = None, threshold=None) 
     """Everything the run page shows; its coverage under `qrels` (default the collection's own)
     with a warning below `threshold` (InputError on a bad source or threshold)."""
     report = run_metrics(run)
-    coverage = run_coverage(run, qrels, threshold) if report else None
-    rows, page = run_query_rows(run, page_number, coverage["judged_per_query"] if coverage else None)
+    page = run_query_page(run, page_number)
+    coverage = run_page_coverage(run, [result.query for result in page], qrels, threshold) if report else None
+    rows = run_query_rows(page, coverage["judged_per_query"] if coverage else None)
     return {
         "coverage": coverage,
         "coverage_rows": coverage_rows(coverage) if coverage else [],

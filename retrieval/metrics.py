@@ -22,6 +22,7 @@ Conventions (trec_eval's and ir-measures', so every figure can be recomputed fro
 from __future__ import annotations
 
 import math
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
@@ -31,12 +32,12 @@ from django.conf import settings
 from .errors import InputError
 from .measures import Measure, Ranking, dcg, judged_share, parse_measures
 from .models import Hit, Passage, Query, Run
-from .qrels_sources import Qrels, load_qrels, rows_for
+from .qrels_sources import IMPORTED, Qrels, imported_qrels, load_qrels, rows_for
 from .selectors import require_done
 from .services.candidates import candidate_sets
 
-# Stored reports (Run.metrics) of another version are computed again when read.
-REPORT_VERSION = 2
+# Stored reports (Run.metrics) of another version are computed again when read (3: with `page_coverage`).
+REPORT_VERSION = 3
 RECALL_CUTOFFS = (1, 3, 5, 10, 50, 100)
 CUTOFF = 10
 # Plot Retrieval's field of vision: a chunk this many sentence positions or more from every gold
@@ -239,41 +240,73 @@ def coverage_warning(judged: dict[str, float | None], qrels: Qrels, threshold: f
     """One sentence when a mean Judged@k is below the threshold, else None. Qrels without any
     non-relevant judgment (only the golds, as RELiC's) call every other passage non-relevant by
     design: there the share of judged passages says nothing and gets no warning."""
-    if not qrels.has_non_relevant:
-        return None
+    return low_coverage_warning(judged, qrels.source, threshold) if qrels.has_non_relevant else None
+
+
+def low_coverage_warning(judged: dict[str, float | None], source: str, threshold: float) -> str | None:
+    """coverage_warning's sentence under qrels that judge some passage non-relevant."""
     low = [(key, value) for key, value in judged.items() if value is not None and value < threshold]
     if not low:
         return None
     figures = ", ".join(f"Judged@{key} = {value:.2f}" for key, value in low)
     return (
-        f"{figures} under {qrels.source}, below {threshold:.2f}: unjudged passages count as not relevant, "
+        f"{figures} under {source}, below {threshold:.2f}: unjudged passages count as not relevant, "
         "so the metrics at those depths are lower bounds (was this run part of the judged pool?)"
     )
 
 
-def coverage(outcomes: Sequence[QueryOutcome], cutoffs: Sequence[int | None], qrels: Qrels, threshold: float) -> dict:
-    """Judged@k per cutoff: the means (`judged`), and under `coverage` their standard errors,
-    how many queries fall below the threshold, the threshold and the warning (or None)."""
+def judged_summary(outcomes: Sequence[QueryOutcome], cutoffs: Sequence[int | None], qrels: Qrels) -> dict:
+    """Judged@k per cutoff in a form that answers for any threshold without the outcomes: the
+    means (`judged`), their standard errors, and under `shares` each distinct share with its
+    number of queries ([share, queries] pairs; a share is j/n with n <= k, so there are few),
+    with the qrels' source and label and whether they judge anything non-relevant. A finished
+    run stores one for its page (`page_coverage`, see run_page_coverage)."""
     columns = {judged_key(k): [judged_share(outcome.ranking, k) for outcome in outcomes] for k in cutoffs}
-    judged = {key: float(np.mean(values)) if values else None for key, values in columns.items()}
+    return {
+        "qrels": qrels.source,
+        "qrels_label": qrels.label,
+        "has_non_relevant": qrels.has_non_relevant,
+        "queries": len(outcomes),
+        "judged": {key: float(np.mean(values)) if values else None for key, values in columns.items()},
+        "stderr": {key: standard_error(values) for key, values in columns.items()},
+        "shares": {key: [list(pair) for pair in sorted(Counter(values).items())] for key, values in columns.items()},
+    }
+
+
+def coverage_at(summary: dict, threshold: float) -> dict:
+    """A judged_summary at a threshold: the means (`judged`), and under `coverage` their
+    standard errors, how many queries fall below the threshold, the threshold and the warning
+    (or None)."""
+    judged = summary["judged"]
+    below = {
+        key: sum(queries for share, queries in shares if share < threshold) for key, shares in summary["shares"].items()
+    }
+    low = low_coverage_warning(judged, summary["qrels"], threshold) if summary["has_non_relevant"] else None
     return {
         "judged": judged,
         "coverage": {
-            "qrels": qrels.source,
+            "qrels": summary["qrels"],
             "threshold": threshold,
-            "stderr": {key: standard_error(values) for key, values in columns.items()},
-            "queries_below": {key: sum(value < threshold for value in values) for key, values in columns.items()},
-            "warning": coverage_warning(judged, qrels, threshold),
+            "stderr": summary["stderr"],
+            "queries_below": below,
+            "warning": low,
         },
     }
 
 
+def coverage(outcomes: Sequence[QueryOutcome], cutoffs: Sequence[int | None], qrels: Qrels, threshold: float) -> dict:
+    """Judged@k per cutoff at `threshold` (coverage_at's keys)."""
+    return coverage_at(judged_summary(outcomes, cutoffs, qrels), threshold)
+
+
+def judged_shares(ranking: Ranking, cutoffs: Sequence[int | None]) -> dict[str, float]:
+    """cutoff key -> one query's Judged@k."""
+    return {judged_key(k): judged_share(ranking, k) for k in cutoffs}
+
+
 def judged_per_query(outcomes: Sequence[QueryOutcome], cutoffs: Sequence[int | None]) -> dict[str, dict[str, float]]:
     """query external id -> cutoff key -> Judged@k."""
-    return {
-        outcome.query.external_id: {judged_key(k): judged_share(outcome.ranking, k) for k in cutoffs}
-        for outcome in outcomes
-    }
+    return {outcome.query.external_id: judged_shares(outcome.ranking, cutoffs) for outcome in outcomes}
 
 
 # The depths a run page reports coverage at: it reads only each query's top 10 stored hits.
@@ -305,12 +338,15 @@ def hits_depth(measures: Iterable[Measure], cutoffs: Iterable[int | None], exact
     return max(depths, default=0)
 
 
-def stored_hits(run: Run, depth: int | None) -> dict[int, list[int]]:
-    """query id -> the passages of its top `depth` stored hits (None: all), best first."""
+def stored_hits(run: Run, depth: int | None, query_ids: Sequence[int] | None = None) -> dict[int, list[int]]:
+    """query id -> the passages of its top `depth` stored hits (None: all), best first; of every
+    query, or of `query_ids` only."""
     hits: dict[int, list[int]] = {}
     if depth == 0:
         return hits
     rows = Hit.objects.filter(run=run)
+    if query_ids is not None:
+        rows = rows.filter(query_id__in=query_ids)
     if depth is not None:
         rows = rows.filter(rank__lte=depth)
     ordered = rows.order_by("query_id", "rank").values_list("query_id", "passage_id")
@@ -401,18 +437,21 @@ def evaluate_run(
     by: Sequence[str] = (),
     qrels: Qrels | str | None = None,
     threshold=None,
+    page_coverage: bool = False,
 ) -> dict:
     """Metrics of a finished run (default METRICS; see parse_metrics) under `qrels` (a Qrels or
     a source name; default the collection's own), overall and by quote length, with Judged@k at
     the metrics' cutoffs and a coverage warning below `threshold` (default the setting); with
     `per_query` each query's values (query external id -> metric -> value) and Judged@k; with
-    `by` the same summary per value of each named query field (`query_field`). The module
-    docstring says which queries count."""
+    `by` the same summary per value of each named query field (`query_field`); with
+    `page_coverage` the run page's judged_summary at COVERAGE_CUTOFFS, which a finished run
+    stores with its report. The module docstring says which queries count."""
     qrels = qrels if isinstance(qrels, Qrels) else load_qrels(run.collection, qrels)
     measures = measures_for(metrics, qrels)
     cutoffs = judged_cutoffs(measures)
     threshold = coverage_threshold(threshold)
-    outcomes = run_outcomes(run, qrels, measures, cutoffs=cutoffs)
+    read = [*cutoffs, *COVERAGE_CUTOFFS] if page_coverage else cutoffs
+    outcomes = run_outcomes(run, qrels, measures, cutoffs=read)
     lengths = sorted({outcome.quote_length for outcome in outcomes if outcome.quote_length is not None})
     report = {
         "run_id": run.pk,
@@ -431,6 +470,8 @@ def evaluate_run(
             for length in lengths
         },
     }
+    if page_coverage:
+        report["page_coverage"] = judged_summary(outcomes, COVERAGE_CUTOFFS, qrels)
     if per_query:
         report["per_query"] = {outcome.query.external_id: outcome.metrics(measures) for outcome in outcomes}
         report["judged_per_query"] = judged_per_query(outcomes, cutoffs)
@@ -458,6 +499,30 @@ def run_coverage(run: Run, qrels: Qrels | str | None = None, threshold=None, cut
     }
 
 
+def run_page_coverage(run: Run, queries: Sequence[Query], qrels: str | None = None, threshold=None) -> dict:
+    """run_coverage's figures with Judged@k per query for `queries` (one page of the run page)
+    only. Under the imported qrels, which cannot change while the collection has runs, they come
+    from the summary stored with the finished run's report (`page_coverage`) and the top hits of
+    `queries`: a page of a 100K-query run reads 100 queries' hits, not every hit. Under any other
+    source (labels that grow as people judge) they are computed in full, as run_coverage does."""
+    summary = (run_metrics(run) or {}).get("page_coverage")
+    if summary is None or (qrels or IMPORTED).strip() != IMPORTED:
+        return run_coverage(run, qrels, threshold)
+    threshold = coverage_threshold(threshold)
+    judgments = imported_qrels(run.collection, [query.pk for query in queries]).judgments
+    hits = stored_hits(run, max(COVERAGE_CUTOFFS), [query.pk for query in queries if query.pk in judgments])
+    return {
+        "qrels_label": summary["qrels_label"],
+        "queries": summary["queries"],
+        **coverage_at(summary, threshold),
+        "judged_per_query": {
+            query.external_id: judged_shares(Ranking(judgments[query.pk], hits.get(query.pk, [])), COVERAGE_CUTOFFS)
+            for query in queries
+            if query.pk in judgments
+        },
+    }
+
+
 def run_metrics(run: Run) -> dict | None:
     """evaluate_run's report for a finished run: the one stored when it finished, else (hits
     written some other way, or a report of an older version) computed now and stored; None
@@ -465,6 +530,6 @@ def run_metrics(run: Run) -> dict | None:
     if run.status != Run.Status.DONE:
         return None
     if run.metrics is None or run.metrics.get("version") != REPORT_VERSION:
-        run.metrics = evaluate_run(run)
+        run.metrics = evaluate_run(run, page_coverage=True)
         run.save(update_fields=["metrics"])
     return run.metrics

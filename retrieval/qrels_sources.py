@@ -119,9 +119,13 @@ def source_help() -> str:
     return ", ".join([IMPORTED, *(source.help for source in QRELS_SOURCES.values())])
 
 
-def imported_qrels(collection: Collection) -> Qrels:
+def imported_qrels(collection: Collection, query_ids: Iterable[int] | None = None) -> Qrels:
+    """The collection's own qrels; of `query_ids` only when given (one page of queries)."""
     judgments: dict[int, dict[int, int]] = {}
-    rows = Qrel.objects.filter(query__collection=collection).values_list("query_id", "passage_id", "relevance")
+    rows = Qrel.objects.filter(query__collection=collection)
+    if query_ids is not None:
+        rows = rows.filter(query_id__in=list(query_ids))
+    rows = rows.values_list("query_id", "passage_id", "relevance")
     for query_id, passage_id, relevance in rows.iterator(chunk_size=20_000):
         judgments.setdefault(query_id, {})[passage_id] = relevance
     return Qrels(collection, IMPORTED, "the collection's qrels", judgments, exact_ranks=True)

@@ -8,11 +8,12 @@ that a study is built on may not be deleted (see `studies_depending_on`)."""
 from __future__ import annotations
 
 from django.db import transaction
+from django.db.models import Exists, OuterRef, Q
 
 from retrieval.errors import InputError
 from retrieval.models import Collection, Run
 
-from ..models import Assignment, Judgment, Study
+from ..models import Assignment, ItemCandidate, Judgment, PoolHit, Study
 
 
 def close_study(study: Study) -> Study:
@@ -55,10 +56,12 @@ def studies_depending_on(instance: Collection | Run) -> list[str]:
         studies = Study.objects.filter(collection=instance)
         how = "is built on it"
     else:
-        studies = (
-            Study.objects.filter(negatives_run=instance)
-            | Study.objects.filter(items__candidates__source_run=instance)
-            | Study.objects.filter(pool__pairs__hits__run=instance)
+        # One EXISTS per relation: a study that uses the run stops at its first candidate or
+        # pooled hit from it, where joining every candidate of a 100K-item study cost 0.3 s.
+        studies = Study.objects.filter(
+            Q(negatives_run=instance)
+            | Exists(ItemCandidate.objects.filter(item__study=OuterRef("pk"), source_run=instance))
+            | Exists(PoolHit.objects.filter(pair__pool__study=OuterRef("pk"), run=instance))
         )
         how = "uses its rankings"
-    return [f"study {study.name!r} {how}" for study in studies.distinct().order_by("name")]
+    return [f"study {study.name!r} {how}" for study in studies.order_by("name")]

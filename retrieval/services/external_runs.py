@@ -181,7 +181,7 @@ def save_ranked_run(
             progress(number / len(checked), f"query {number + 1}/{len(checked)}")
         writer.flush()
         run.status = Run.Status.DONE
-        run.metrics = evaluate_run(run)
+        run.metrics = evaluate_run(run, page_coverage=True)
         run.seconds = time.perf_counter() - started
         run.save(update_fields=["status", "metrics", "seconds"])
     progress(1.0, f"{len(checked)} queries stored")

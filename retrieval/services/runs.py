@@ -325,7 +325,7 @@ def _finish(run: Run, seconds: float) -> Run:
         return None
     run.refresh_from_db()
     refresh_statistics(Hit, RunQuery)
-    run.metrics = evaluate_run(run)
+    run.metrics = evaluate_run(run, page_coverage=True)
     run.save(update_fields=["metrics"])
     return run
 

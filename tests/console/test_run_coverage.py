@@ -1,13 +1,16 @@
 """The run page's coverage: Judged@5 and @10 under the qrels source staff choose (the collection's
 own by default, a relevance study's labels), the warning below the threshold, Judged@10 per query,
-a bad source answered with its reason; the figures are evaluate_run's."""
+a bad source answered with its reason; the figures are evaluate_run's. Under the collection's own
+qrels the page reads the summary a finished run stores and its page's queries' hits: the same
+figures as computing them over every hit."""
 
 import re
 
 import pytest
 
 from annotation.models import Item
-from retrieval.metrics import evaluate_run
+from retrieval.metrics import evaluate_run, run_coverage, run_page_coverage
+from retrieval.models import Run
 from retrieval.services.external_runs import save_ranked_run
 from tests.factories import (
     add_label_judgment,
@@ -86,3 +89,25 @@ def test_a_bad_source_or_threshold_is_answered_with_its_reason(pooled_and_unpool
     assert bad.status_code == 400 and "Qrels: no study with id 999999." in bad.content.decode()
     bad = staff_client.get(f"/runs/{pooled.pk}/?coverage_threshold=2")
     assert bad.status_code == 400 and "must be a share between 0 and 1" in bad.content.decode()
+
+
+def test_the_stored_coverage_summary_gives_the_figures_of_reading_every_hit_at_any_threshold():
+    """Imported qrels judging some passages non-relevant and leaving others unjudged, a query
+    without qrels: the run's stored summary and one page's hits give run_coverage's figures."""
+    collection = make_collection("stored-coverage")
+    passages = make_text_passages(collection, [f"passage {i}" for i in range(12)])
+    queries = [make_text_query(collection, f"query {i}", f"q{i}") for i in range(5)]
+    for index, query in enumerate(queries[:4]):
+        add_qrels(query, {passage: int(number == index) for number, passage in enumerate(passages[: 3 * index + 1])})
+    rankings = {query: [(passage, float(i)) for i, passage in enumerate(passages)] for query in queries}
+    run = Run.objects.get(pk=save_ranked_run(collection, name="stored", retriever="stored", rankings=rankings).pk)
+
+    assert run.metrics["page_coverage"]["queries"] == 4
+    for threshold in (None, "0", "0.3", "0.55", "1"):
+        full = run_coverage(run, threshold=threshold)
+        for page in (queries, queries[1:4], queries[4:]):
+            stored = run_page_coverage(run, page, threshold=threshold)
+            judged = {query.external_id for query in page} - {"q4"}  # q4 has no qrels
+            per_query = {key: shares for key, shares in full["judged_per_query"].items() if key in judged}
+            assert stored == {**full, "judged_per_query": per_query}
+    assert run_coverage(run, threshold="0.55")["coverage"]["warning"].startswith("Judged@5 = 0.")
