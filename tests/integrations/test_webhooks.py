@@ -50,7 +50,7 @@ def hook(url: str, *, study=None, events=()) -> Webhook:
 
 def test_a_judgment_writes_its_events_in_the_outbox_and_completing_the_study_says_so():
     study = make_relic_proxy_study(2, judgments_per_item=1)
-    hook("https://example.org/hook")
+    hook("http://127.0.0.1:9/hook")
     annotator = make_annotator("ann")
     first = judge(study, annotator)
     assert list(WebhookDelivery.objects.values_list("event", flat=True)) == ["judgment.submitted", "item.complete"]
@@ -63,7 +63,7 @@ def test_a_judgment_writes_its_events_in_the_outbox_and_completing_the_study_say
 
 def test_a_study_hook_hears_only_its_study_and_only_the_events_it_asked_for():
     study, other = make_relic_proxy_study(2), make_relic_proxy_study(2)
-    mine = hook("https://example.org/mine", study=study, events=["judgment.submitted"])
+    mine = hook("http://127.0.0.1:9/mine", study=study, events=["judgment.submitted"])
     annotator = make_annotator()
     judge(study, annotator)
     judge(other, annotator)
@@ -74,7 +74,7 @@ def test_a_study_hook_hears_only_its_study_and_only_the_events_it_asked_for():
 
 def test_a_rolled_back_submission_announces_nothing():
     study = make_relic_proxy_study(1)
-    hook("https://example.org/hook")
+    hook("http://127.0.0.1:9/hook")
     annotator = make_annotator()
     with pytest.raises(RuntimeError), transaction.atomic():
         judge(study, annotator)
@@ -83,14 +83,14 @@ def test_a_rolled_back_submission_announces_nothing():
 
 
 def test_an_inactive_hook_gets_nothing():
-    make_webhook("https://example.org/hook", SECRET, active=False)
+    make_webhook("http://127.0.0.1:9/hook", SECRET, active=False)
     judge(make_relic_proxy_study(1), make_annotator())
     assert not WebhookDelivery.objects.exists()
 
 
 def test_jobs_finishing_or_failing_reach_global_hooks_only():
-    study_hook = hook("https://example.org/study", study=make_relic_proxy_study(1))
-    global_hook = hook("https://example.org/all", events=["job.finished", "job.failed"])
+    study_hook = hook("http://127.0.0.1:9/study", study=make_relic_proxy_study(1))
+    global_hook = hook("http://127.0.0.1:9/all", events=["job.finished", "job.failed"])
     done, broken = Job.objects.create(kind="run"), Job.objects.create(kind="train")
     execute(done.pk, lambda progress: {"queries": 3})
     Job.objects.filter(pk=broken.pk).update(status=Job.Status.RUNNING)
@@ -107,7 +107,7 @@ def test_jobs_finishing_or_failing_reach_global_hooks_only():
 
 def test_a_new_quality_flag_is_announced_once():
     study = make_relic_proxy_study(6, judgments_per_item=2)
-    hook("https://example.org/hook", events=["annotator.flagged"])
+    hook("http://127.0.0.1:9/hook", events=["annotator.flagged"])
     Study.objects.filter(pk=study.pk).update(fast_fraction=0.5)
     study.refresh_from_db()
     slow, fast = make_annotator("slow"), make_annotator("fast")
@@ -220,7 +220,7 @@ def test_nothing_is_sent_to_a_private_address_by_default(receiver):
         "http://169.254.169.254/latest",
         "http://[::1]/",
         "http://192.168.0.10/",
-        "ftp://example.org/",
+        "ftp://127.0.0.1/",
     ],
 )
 def test_registering_a_private_or_non_http_address_is_refused(url):
@@ -273,7 +273,7 @@ def test_annotators_participants_and_anonymous_cannot_register_or_read_webhooks(
     for client in (api_client(make_annotator()), api_client(), participant):
         for method, path, data in [
             ("get", "/api/webhooks/", {}),
-            ("post", "/api/webhooks/", {"url": "https://example.org/steal"}),
+            ("post", "/api/webhooks/", {"url": "http://127.0.0.1:9/steal"}),
             ("get", f"/api/webhooks/{existing.pk}/", {}),
             ("patch", f"/api/webhooks/{existing.pk}/", {"active": False}),
             ("delete", f"/api/webhooks/{existing.pk}/", {}),
