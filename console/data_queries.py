@@ -119,19 +119,9 @@ def run_query_rows(run: Run, result_ids: list[int]) -> list[dict]:
     exact rank and how many live human judgments the collection's studies hold on it."""
     results = {result.pk: result for result in RunQuery.objects.filter(pk__in=result_ids).select_related("query")}
     query_ids = [results[pk].query_id for pk in result_ids]
-    stored = dict(
-        Hit.objects.filter(run=run, query_id__in=query_ids)
-        .order_by()
-        .values("query_id")
-        .annotate(n=Count("pk"))
-        .values_list("query_id", "n")
-    )
-    judged = dict(
-        Judgment.objects.filter(item__query_id__in=query_ids, item__study__collection=run.collection_id, voided=False)
-        .order_by()
-        .values("item__query_id")
-        .annotate(n=Count("pk"))
-        .values_list("item__query_id", "n")
+    stored = _count_by_query(Hit.objects.filter(run=run), query_ids)
+    judged = _count_by_query(
+        Judgment.objects.filter(item__study__collection=run.collection_id, voided=False), query_ids, "item__query_id"
     )
     rows = []
     for pk in result_ids:
@@ -246,32 +236,33 @@ def passage_judgments(collection_id: int, query: Query) -> dict[int, list[dict]]
     for item_id, annotator, position, label, selections in judgments:
         given[item_id].append((annotator, position, label, selections or []))
     found = defaultdict(list)
+    schemas: dict[int, dict] = {}  # one normalised schema per study, not one per item and passage
     for item_id, positions in by_item.items():
         study: Study = items[item_id].study
         answers = given[item_id]
-        multi = study.kind != Study.Kind.PROXY and study_schema(study)["multi_select"]
+        if study.pk not in schemas:
+            schemas[study.pk] = study_schema(study)
         for position, passage_id in positions.items():
             found[passage_id].append(
                 {
                     "study": study.pk,
                     "study_name": study.name,
                     "item": item_id,
-                    "summary": _what_they_said(study, position, answers, multi),
+                    "summary": _what_they_said(study, schemas[study.pk], position, answers),
                 }
             )
     return found
 
 
-def _what_they_said(study: Study, position: int, answers: list[tuple], multi: bool) -> str:
+def _what_they_said(study: Study, schema: dict, position: int, answers: list[tuple]) -> str:
     if not answers:
         return "not judged yet"
     if study.kind == Study.Kind.PROXY:
         chosen = sum(1 for _, chose, _, _ in answers if chose == position)
         return f"chosen by {chosen} of {len(answers)}"
-    if multi:
+    if schema["multi_select"]:
         chosen = sum(1 for *_, selections in answers if position in selections)
         return f"selected by {chosen} of {len(answers)}"
-    schema = study_schema(study)
     return ", ".join(f"{name}: {describe_answer(study, schema, label=label)}" for name, _, label, _ in answers)
 
 

@@ -200,14 +200,15 @@ def preview(text: str) -> str:
     return text if len(text) <= PREVIEW_CHARACTERS else text[: PREVIEW_CHARACTERS - 1] + "…"
 
 
-def answer_key(study: Study, position, label, selections):
+def answer_key(study: Study, schema: dict, position, label, selections):
     """What two answers share when they agree (agreement_column's value, read back in Python); None
-    for a preference answer, which is not compared here (agreement_of then says nothing)."""
+    for a preference answer, which is not compared here (agreement_of then says nothing). `schema`
+    is study_schema(study), read once by the caller rather than once per answer."""
     if study.kind == Study.Kind.PREFERENCE:
         return None
     if study.kind == Study.Kind.PROXY:
         return position
-    return tuple(selections or ()) if study_schema(study)["multi_select"] else label
+    return tuple(selections or ()) if schema["multi_select"] else label
 
 
 def agreement_of(keys: list) -> str | None:
@@ -256,7 +257,7 @@ def item_rows(study: Study, item_ids: list[int]) -> list[dict]:
                 "judgment": pk,
                 "annotator": annotator,
                 "answer": describe_answer(study, schema, position=position, label=label, selections=selections),
-                "key": answer_key(study, position, label, selections),
+                "key": answer_key(study, schema, position, label, selections),
                 "voided": voided,
                 "revision": revision,
                 "submitted_at": submitted,
@@ -373,7 +374,7 @@ def item_detail(study: Study, item: Item) -> dict:
         "needed": study.judgments_per_item,
         "judgments_live": len(live),
         "agreement": agreement_of(
-            [answer_key(study, entry["position"], entry["label"], entry["selections"]) for entry in live]
+            [answer_key(study, schema, entry["position"], entry["label"], entry["selections"]) for entry in live]
         ),
         "judgments": judgments,
         "flags": [
