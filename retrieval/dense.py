@@ -328,9 +328,13 @@ class DenseScorer:
         """Dot products of the queries' and passages' embeddings, as float64."""
         if not passages or not queries:
             return np.zeros((len(queries), len(passages)), dtype=np.float64)
-        missing_passages = any(passage.pk not in self._passages for passage in passages)
-        self.prepare(queries, passages if missing_passages else [], progress)
         if self._stacked is None or self._stacked[0] is not passages:
+            # A new candidate set: its passages are checked (and encoded if missing) once, not on
+            # every block of queries a run scores against the same set.
+            missing_passages = any(passage.pk not in self._passages for passage in passages)
+            self.prepare(queries, passages if missing_passages else [], progress)
             self._stacked = (passages, np.stack([self._passages[passage.pk] for passage in passages]))
+        else:
+            self.prepare(queries, [], progress)
         query_vectors = np.stack([self._queries[text] for text in queries])
         return (query_vectors @ self._stacked[1].T).astype(np.float64)
