@@ -22,8 +22,8 @@ from __future__ import annotations
 from django.db.models import Count, IntegerField, OuterRef, QuerySet, Subquery, Value
 from django.db.models.functions import Coalesce
 
-from ..label_schema import study_schema
 from ..models import Item, Judgment, Study
+from ..provenance import answer_column
 
 
 def agreement_column(study: Study) -> str | None:
@@ -33,8 +33,8 @@ def agreement_column(study: Study) -> str | None:
     if study.kind == Study.Kind.PREFERENCE:
         return None
     if study.kind == Study.Kind.PROXY:
-        return "choice_id"
-    return "selections" if study_schema(study)["multi_select"] else "label"
+        return "choice_id"  # the candidate's row, one per position of an item: no join
+    return answer_column(study)
 
 
 def refresh_live_counts(study: Study, items: QuerySet[Item]) -> None:

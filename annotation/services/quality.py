@@ -67,6 +67,7 @@ from ..selectors import (
     shown_item,
 )
 from .labels import is_correct, study_schema, validate_answer, validate_expected
+from .live_counts import agreement_column
 from .qualification import qualification_state
 from .queue import AnnotationForbidden, annotator_refusal, items_still_to_judge
 
@@ -546,7 +547,9 @@ def _disputed(study: Study):
 def _disputed_by_judgments(study: Study):
     """_disputed found in one pass over the counted judgments. Proxy answers are told apart by
     the chosen candidate's row (one per position of an item), which spares a join."""
-    column = "choice" if study.kind == Study.Kind.PROXY else answer_column(study)
+    column = agreement_column(study)  # the stored count's column: both paths tell answers apart alike
+    if column is None:  # a preference study: its answers are not compared item by item (live_answers 0)
+        return Item.objects.none().values("pk")
     return (
         counted_judgments(study)
         .order_by()
