@@ -27,12 +27,13 @@ def tie_break(external_ids: Sequence[str]) -> np.ndarray:
     return key
 
 
-def top_ranked(scores: np.ndarray, depth: int, key: np.ndarray) -> np.ndarray:
+def top_ranked(scores: np.ndarray, depth: int, key: np.ndarray, by_key: np.ndarray | None = None) -> np.ndarray:
     """Columns of each row's top `depth` scores, best first (ties: larger `key` first), as an
     array of shape (rows, min(depth, columns)). One partition of the block finds each row's
     depth-th largest score; the scores at least that large are the row's top unless the
     threshold itself is tied (then the tied candidates with the largest keys complete it), and
-    only those `depth` are sorted."""
+    only those `depth` are sorted. `by_key` (np.argsort(-key)) may be given by a caller that
+    ranks many blocks against the same candidates, so ties do not sort the columns again per block."""
     rows, columns = scores.shape
     depth = min(depth, columns)
     if depth == 0 or rows == 0:
@@ -44,7 +45,7 @@ def top_ranked(scores: np.ndarray, depth: int, key: np.ndarray) -> np.ndarray:
     if np.count_nonzero(contenders) == rows * depth:  # every row holds exactly its top
         return _ordered(scores, (np.flatnonzero(contenders) % columns).reshape(rows, depth), key)
     top = np.empty((rows, depth), dtype=np.int64)
-    by_key = np.argsort(-key)  # columns, largest key first
+    by_key = np.argsort(-key) if by_key is None else by_key  # columns, largest key first
     for row, (values, bound) in enumerate(zip(scores, threshold.tolist())):
         above = np.flatnonzero(values > bound)
         tied = by_key[values[by_key] == bound][: depth - len(above)]

@@ -196,6 +196,7 @@ def _rank_candidate_set(
     passage_ids = np.fromiter((passage.pk for passage in passages), dtype=np.int64, count=len(passages))
     column_of = {int(passage_id): column for column, passage_id in enumerate(passage_ids.tolist())}
     key = tie_break([passage.external_id for passage in passages])
+    by_key = np.argsort(-key)  # the tie order, sorted once for every block of this set
     queries = candidate_set.queries
     batch = _query_batch(len(passages))
     for offset in range(0, len(queries), batch):
@@ -206,7 +207,7 @@ def _rank_candidate_set(
             # Called while this chunk is scored, so it sees this iteration's offset and chunk.
             lambda fraction, message: progress((offset + fraction * len(chunk)) / len(queries), message),  # noqa: B023
         )
-        top = top_ranked(scores, depth, key)
+        top = top_ranked(scores, depth, key, by_key)
         query_ids = np.fromiter((query.pk for query in chunk), dtype=np.int64, count=len(chunk))
         writer.add_ranked(query_ids, passage_ids[top], np.take_along_axis(scores, top, axis=1))
         inside = [[passage for passage in relevant.get(query.pk, ()) if passage in column_of] for query in chunk]
