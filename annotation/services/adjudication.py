@@ -48,7 +48,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from django.core.exceptions import PermissionDenied
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 
 from retrieval.errors import InputError
@@ -67,8 +67,9 @@ from ..models import (
 )
 from ..provenance import agreement, answer_column, answer_scale, as_key
 from ..selectors import counted_judgments
+from .locks import lock_rows
 from .quality import adjudicate, adjudication_payload, share_of
-from .queue import annotator_refusal, lock_rows, void_in_bulk
+from .queue import annotator_refusal, void_in_bulk
 
 ADJUDICATE_PERMISSION = "annotation.adjudicate"
 DEFAULT_REASONS = ("Guideline gap", "Ambiguous item", "Annotator error", "Broken item")
@@ -443,16 +444,18 @@ def send_items_back(study: Study, items: QuerySet[Item], *, by, reason: str, not
     id order. A fixed number of statements whatever the count, besides the Reworks' inserts, which
     bulk_create batches as the database allows (about 140 a statement on SQLite, 2,000 on Postgres).
 
-    The items sent back are locked first (a submission locks its item, so none lands between
-    reading the judgments and voiding them); the voids are UPDATEs that fire no post_save, and
-    dropping the items' entries is all they change in a stored queue, which therefore keeps
-    holding (as it did or did not before)."""
+    The items are locked first, all of them in id order (lock_rows; a submission locks its item,
+    so none lands between reading the judgments and voiding them); the voids are UPDATEs that
+    fire no post_save, and dropping the items' entries is all they change in a stored queue,
+    which therefore keeps holding (as it did or did not before)."""
     note = (note or "").strip()
     with transaction.atomic():
         live = Judgment.objects.filter(item__study=study, item__in=items.values("pk"), voided=False)
+        selected = Item.objects.filter(study=study, pk__in=items.values("pk"))
+        # Every selected item, not only those with live judgments now: void_in_bulk locks them
+        # all, and a transaction that locked a part first could wait on a racer holding the rest.
+        lock_rows(selected)
         sent = Item.objects.filter(study=study, pk__in=live.values("item_id"))
-        if connection.features.has_select_for_update:
-            list(sent.select_for_update().values_list("pk", flat=True))
         voided: dict[int, list[int]] = defaultdict(list)
         for item_id, judgment_id in live.order_by("item_id", "pk").values_list("item_id", "pk").iterator(10_000):
             voided[item_id].append(judgment_id)
@@ -481,7 +484,6 @@ def send_items_back(study: Study, items: QuerySet[Item], *, by, reason: str, not
         # Before the voids: `sent` reads the items through their live judgments.
         Adjudication.objects.filter(item__in=sent.values("pk")).delete()
         AdjudicationQueueEntry.objects.filter(item__in=sent.values("pk")).delete()
-        selected = Item.objects.filter(study=study, pk__in=items.values("pk"))
         void_in_bulk(live, study=study, items=selected, by=by, reason=sent_back_reason(reason, note))
     return reworks
 

@@ -46,6 +46,7 @@ from ..models import (
     Study,
 )
 from .live_counts import refresh_live_counts
+from .locks import lock_rows
 from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal
 
 MAX_FLAG_REASON = 2000
@@ -71,7 +72,7 @@ def _ensure_allowed(study: Study, annotator) -> None:
 
 def _lock_annotator(annotator) -> None:
     """Serialise one annotator's own requests (two tabs, a double click), as claims do."""
-    get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
+    lock_rows(get_user_model().objects.filter(pk=annotator.pk))
 
 
 # --- skip ----------------------------------------------------------------------------------------
@@ -208,7 +209,7 @@ def undo_last_submission(study: Study, annotator) -> Item:
         if judgment is None:
             raise UndoRefused("you have no answer to take back")
         # The item's lock orders us with a peer-review draw, a void or a racing submission.
-        Item.objects.select_for_update().filter(pk=judgment.item_id).first()
+        lock_rows(Item.objects.filter(pk=judgment.item_id))
         judgment = Judgment.objects.select_for_update().get(pk=judgment.pk)
         now = timezone.now()
         refusal = _undo_refusal(study, judgment, now)

@@ -45,6 +45,7 @@ from ..models import LIVE_ASSIGNMENT_STATES, Assignment, Item, ItemCandidate, Ju
 from ..preference_schema import BOTH_BAD, TIE
 from .labels import Answer, validate_answer
 from .live_counts import refresh_live_counts
+from .locks import lock_rows
 from .pools import settle_completed
 from .preference_scheduling import advance_queries
 from .queue import clamp_seconds
@@ -327,7 +328,7 @@ def _write(study: Study, rows: list[_Row], users: dict, file: str) -> None:
     plan, now = _Plan(), timezone.now()
     item_ids = sorted(rows_by_item)  # imports lock items in one order, so two cannot deadlock
     for chunk in chunks(item_ids, ITEMS_PER_QUERY):
-        list(Item.objects.select_for_update().filter(pk__in=chunk).values_list("pk", flat=True))
+        lock_rows(Item.objects.filter(pk__in=chunk))
         live: dict[int, list[Assignment]] = defaultdict(list)
         for assignment in Assignment.objects.filter(item_id__in=chunk, state__in=LIVE_ASSIGNMENT_STATES):
             live[assignment.item_id].append(assignment)

@@ -26,8 +26,8 @@ from retrieval.models import Hit, Passage, Query
 from ..models import Item, ItemCandidate, Judgment, PreferenceQuery, Study
 from ..preference_schema import answer_groups
 from ..selectors import counted_judgments
+from .locks import lock_rows
 from .preference_designs import Pair, TopK, pair_of, pair_tallies, round_wins
-from .queue import lock_rows
 from .studies import PlannedItem
 
 ADAPTIVE = "adaptive"

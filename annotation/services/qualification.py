@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from ..models import Item, QualificationAnswer, QualificationAttempt, Study
 from .labels import Answer, is_correct
+from .locks import lock_rows
 
 
 class QualificationStatus:
@@ -122,7 +123,7 @@ def next_question(study: Study, annotator) -> tuple[QualificationAttempt, Item] 
     first, or a retry) when none is open; None when the round is decided or cannot start."""
     with transaction.atomic():
         # One annotator's parallel requests (two tabs) must share one attempt, not open two.
-        get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
+        lock_rows(get_user_model().objects.filter(pk=annotator.pk))
         # An open attempt whose questions are all answered (questions removed meanwhile) is
         # scored here, and the state looked at again.
         for _ in range(2):

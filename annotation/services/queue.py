@@ -45,6 +45,7 @@ from ..presentation import item_positions, shown_order
 from ..selectors import annotator_item_payload, annotator_progress, finished_payload, item_limit, shown_item
 from .labels import Answer, validate_answer
 from .live_counts import refresh_live_counts
+from .locks import lock_rows
 from .pools import draw_for_claim
 from .qualification import next_question, qualification_state, record_answer
 
@@ -111,13 +112,6 @@ def work_standing(study: Study, annotator) -> WorkStanding:
 def annotator_refusal(study: Study, annotator) -> str | None:
     """Why `annotator` may not work on `study` (work_standing), or None when they may."""
     return work_standing(study, annotator).refusal
-
-
-def lock_rows(queryset: QuerySet) -> None:
-    """SELECT ... FOR UPDATE where the database has row locks (Postgres). SQLite has none: its
-    IMMEDIATE transactions (settings) already serialise every writer, so the statement is skipped."""
-    if connection.features.has_select_for_update:
-        queryset.select_for_update().values_list("pk", flat=True).first()
 
 
 def lock_item_unless_taken(item_id: int) -> bool:
@@ -418,7 +412,7 @@ def _submit_qualification_answer(annotator, item: Item, **parts) -> Submission:
     question returns the first one."""
     study = item.study
     with transaction.atomic():
-        get_user_model().objects.select_for_update().filter(pk=annotator.pk).first()
+        lock_rows(get_user_model().objects.filter(pk=annotator.pk))
         state = qualification_state(study, annotator)
         if state.qualified:
             raise SubmissionRejected("you have already passed this study's qualification round", conflict=True)
@@ -532,9 +526,8 @@ def void_in_bulk(judgments: QuerySet[Judgment], *, study: Study, items: QuerySet
     the judgments, in the order undo and
     void_judgment take them, and their stored live counts recounted after the voids."""
     judgments = judgments.filter(voided=False)
-    if connection.features.has_select_for_update:
-        list(items.select_for_update().order_by("pk").values_list("pk", flat=True))
-        list(judgments.select_for_update().values_list("pk", flat=True))
+    lock_rows(items)
+    lock_rows(judgments)
     Assignment.objects.filter(pk__in=judgments.filter(assignment__isnull=False).values("assignment_id")).update(
         state=Assignment.State.VOIDED
     )

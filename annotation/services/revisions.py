@@ -36,6 +36,7 @@ from ..models import Adjudication, Item, Judgment, JudgmentRevision, PeerReview,
 from ..presentation import shown_order, shown_position
 from ..selectors import answer_fields, query_display_text, shown_item
 from .live_counts import refresh_live_counts
+from .locks import lock_rows
 from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal, resolve_answer
 
 ANSWERS_PER_PAGE = 50
@@ -187,7 +188,7 @@ def revise_judgment(judgment: Judgment, annotator, *, unsure: bool = False, **an
     ensure_revisions_open(study, annotator)
     with transaction.atomic():
         # The item's lock orders us with a racing void, undo or adjudication, as undo's does.
-        Item.objects.select_for_update().filter(pk=item.pk).first()
+        lock_rows(Item.objects.filter(pk=item.pk))
         current = Judgment.objects.select_for_update().filter(pk=judgment.pk).first()
         if current is None:
             raise RevisionRefused("this answer was taken back")

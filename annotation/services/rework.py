@@ -34,7 +34,8 @@ from retrieval.errors import InputError
 
 from ..models import Item, Judgment, Rework, Study
 from .adjudication import send_items_back
-from .queue import clean_void_reason, lock_rows, void_in_bulk
+from .locks import lock_rows
+from .queue import clean_void_reason, void_in_bulk
 
 MAX_SEND_BACK_REASON = Rework._meta.get_field("reason").max_length
 

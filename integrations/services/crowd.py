@@ -37,6 +37,7 @@ from django.utils.crypto import salted_hmac
 
 from annotation.hot_queries import claimable_item_ids
 from annotation.models import AnnotatorProfile, Assignment, Study, StudyGrant
+from annotation.services.locks import lock_rows
 from annotation.services.quality import block_annotator
 from annotation.services.queue import reached_limit, work_standing
 from marginalia.public_address import public_address
@@ -215,7 +216,7 @@ def _create_participant(link: CrowdLink, ids: dict, address: str) -> Participant
         with transaction.atomic():
             # One link's new participants one at a time (Postgres; SQLite serialises every writer),
             # so the throttle counts exactly.
-            CrowdLink.objects.select_for_update().filter(pk=link.pk).values_list("pk", flat=True).first()
+            lock_rows(CrowdLink.objects.filter(pk=link.pk))
             _throttle(link, address_key)
             # No password given: an unusable one, so the account can never sign in but by its link.
             user = get_user_model().objects.create_user(username=f"participant-new-{secrets.token_hex(8)}")

@@ -1,0 +1,129 @@
+"""Row locks (annotation.services.locks.lock_rows) and the bulk writes that take them, against the
+test database in real threads, each with its own connection (SQLite by default, Postgres when
+DATABASE_URL points at one). On Postgres lock_rows locks every row of its queryset in id order, so
+two bulk send-backs or voids over overlapping items wait for each other instead of deadlocking,
+and the one that waits reads the other's voids before writing its own; SQLite's IMMEDIATE
+transactions serialise the same writers whole."""
+
+import threading
+from collections import Counter
+
+import pytest
+from django.db import DatabaseError, connection, transaction
+from django.test.utils import CaptureQueriesContext
+
+from annotation.models import Assignment, Item, Judgment, Rework
+from annotation.services.adjudication import SENT_BACK_PREFIX, send_items_back
+from annotation.services.locks import lock_rows
+from annotation.services.rework import void_judgments
+from tests.annotation.test_live_counts import assert_counts_hold
+from tests.annotation.test_rework import racing_annotator
+from tests.factories import make_annotator, make_relic_proxy_study, make_user
+
+BULK_VOID_REASON = "bulk void"
+
+
+def lockable_from_elsewhere(item_ids: list[int]) -> list[int]:
+    """Which of the items another connection can lock right now without waiting (NOWAIT)."""
+    free = []
+
+    def probe():
+        try:
+            for item_id in item_ids:
+                try:
+                    with transaction.atomic():
+                        list(Item.objects.select_for_update(nowait=True).filter(pk=item_id).values_list("pk"))
+                    free.append(item_id)
+                except DatabaseError:  # held by the other transaction
+                    pass
+        finally:
+            connection.close()
+
+    thread = threading.Thread(target=probe)
+    thread.start()
+    thread.join()
+    return free
+
+
+@pytest.mark.django_db(transaction=True)
+def test_lock_rows_holds_every_row_of_its_queryset_in_id_order_until_the_transaction_ends():
+    study = make_relic_proxy_study(4)
+    item_ids = sorted(study.items.values_list("pk", flat=True))
+    with transaction.atomic():
+        with CaptureQueriesContext(connection) as statements:
+            lock_rows(study.items.order_by("-position"))  # the caller's order does not matter
+        if connection.features.has_select_for_update:
+            (sql,) = [query["sql"] for query in statements.captured_queries]
+            # One statement, ordered by id, no LIMIT, locking the items' own table only.
+            assert "ORDER BY" in sql and "LIMIT" not in sql and sql.endswith('FOR UPDATE OF "annotation_item"')
+            assert lockable_from_elsewhere(item_ids) == []  # all four held, not only the first
+        else:  # SQLite: no row locks; the IMMEDIATE transaction already holds the database
+            assert statements.captured_queries == []
+    if connection.features.has_select_for_update:
+        assert lockable_from_elsewhere(item_ids) == item_ids  # released at commit
+
+
+def bulk_writer(study, staff, errors, start, rounds, chosen, void):
+    """One staffer's bulk actions over `chosen` item positions, `rounds` times: a send-back (the
+    shared send_items_back, as the workspace and the data manager call it, but without the data
+    manager's study lock, so the item locks alone keep order) and, when `void`, a bulk void."""
+    try:
+        start.wait()
+        for turn in range(rounds):
+            items = Item.objects.filter(study=study, position__in=chosen)
+            if void and turn % 2 == 0:
+                void_judgments(study, items, by=staff, reason=BULK_VOID_REASON)
+            else:
+                with transaction.atomic():
+                    send_items_back(study, items, by=staff, reason=f"round {turn}")
+    except Exception as exc:  # a deadlock shows here: Postgres aborts one of the two
+        errors.append(exc)
+    finally:
+        connection.close()
+
+
+def filling_annotator(study, annotator, errors, start, rounds):
+    start.wait()
+    racing_annotator(study, annotator, errors, rounds)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_overlapping_bulk_send_backs_and_voids_racing_annotators_neither_lose_nor_duplicate_judgments():
+    items, per_item = 8, 2
+    study = make_relic_proxy_study(items, judgments_per_item=per_item)
+    staff = make_user(staff=True)
+    annotators = [make_annotator(f"filler{n}") for n in range(4)]
+    for annotator in annotators:  # every item judged before the first send-back
+        racing_annotator(study, annotator, [], 3 * items)
+    errors, start = [], threading.Barrier(2 + len(annotators))
+    writers = [
+        # Overlapping selections, one of them with more items: each locks its whole selection.
+        threading.Thread(target=bulk_writer, args=(study, staff, errors, start, 6, range(0, 6), False)),
+        threading.Thread(target=bulk_writer, args=(study, staff, errors, start, 6, range(2, 8), True)),
+    ]
+    fillers = [
+        threading.Thread(target=filling_annotator, args=(study, annotator, errors, start, 3 * items))
+        for annotator in annotators
+    ]
+    for thread in [*writers, *fillers]:
+        thread.start()
+    for thread in [*writers, *fillers]:
+        thread.join()
+    for annotator in annotators:  # what the last send-backs opened, the idle annotators fill now
+        racing_annotator(study, annotator, errors, 3 * items)
+
+    assert errors == []
+    assert Rework.objects.exists() and Judgment.objects.filter(void_reason=BULK_VOID_REASON).exists()
+    live = Counter(Judgment.objects.filter(voided=False).values_list("item_id", flat=True))
+    assert live == {item.pk: per_item for item in study.items.all()}
+    assert max(Counter(Judgment.objects.values_list("item_id", "annotator_id")).values()) == 1
+    assert Assignment.objects.filter(state=Assignment.State.SUBMITTED).count() == items * per_item
+    voided = Judgment.objects.filter(voided=True)
+    assert set(Assignment.objects.filter(judgment__in=voided).values_list("state", flat=True)) <= {"voided"}
+    recorded = [judgment for judgments in Rework.objects.values_list("judgments", flat=True) for judgment in judgments]
+    sent_back = voided.filter(void_reason__startswith=SENT_BACK_PREFIX)
+    assert sorted(recorded) == sorted(sent_back.values_list("pk", flat=True))  # each under exactly one Rework
+    assert set(voided.values_list("void_reason", flat=True)) - set(sent_back.values_list("void_reason", flat=True)) == {
+        BULK_VOID_REASON
+    }
+    assert_counts_hold(study)
