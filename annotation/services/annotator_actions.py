@@ -29,6 +29,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.db import transaction
+from django.db.models import BooleanField, Exists, ExpressionWrapper, OuterRef, Q, QuerySet
 from django.utils import timezone
 
 from retrieval.errors import InputError
@@ -150,6 +151,31 @@ class Undoable:
         return max(0.0, (self.until - timezone.now()).total_seconds())
 
 
+SEEN_BY_OTHERS = "someone else has already seen this answer; it is final"
+
+
+def with_seen_by_others(judgments: QuerySet[Judgment]) -> QuerySet[Judgment]:
+    """The judgments, each annotated `seen`: whether someone else has seen its answer (staff
+    voided it, a peer review was drawn on it, or its item was adjudicated: a verdict or decision
+    always refers to the answer it saw). Such an answer is final: neither undo nor a revision
+    (revisions.py) may change it. One statement for any number of judgments."""
+    return judgments.annotate(
+        seen=ExpressionWrapper(
+            Q(voided=True)
+            | Exists(PeerReview.objects.filter(judgment=OuterRef("pk")))
+            | Exists(Adjudication.objects.filter(item_id=OuterRef("item_id"))),
+            output_field=BooleanField(),
+        )
+    )
+
+
+def seen_by_others(judgment: Judgment) -> bool:
+    """with_seen_by_others for one judgment read without it (one statement; none when voided)."""
+    if judgment.voided:
+        return True
+    return bool(with_seen_by_others(Judgment.objects.filter(pk=judgment.pk)).values_list("seen", flat=True).first())
+
+
 def last_submission(study: Study, annotator) -> Judgment | None:
     """The annotator's latest answer given on the web in this study."""
     return (
@@ -183,12 +209,8 @@ def _undo_refusal(study: Study, judgment: Judgment, now: datetime) -> str | None
         claimed_at__gt=judgment.submitted_at,
     ).exists():
         return "you skipped an item since; this answer is final"
-    if (
-        judgment.voided
-        or PeerReview.objects.filter(judgment=judgment).exists()
-        or Adjudication.objects.filter(item_id=judgment.item_id).exists()
-    ):
-        return "someone else has already seen this answer; it is final"
+    if seen_by_others(judgment):
+        return SEEN_BY_OTHERS
     if (
         study.kind == Study.Kind.PREFERENCE
         and PreferenceQuery.objects.filter(

@@ -28,13 +28,15 @@ from dataclasses import dataclass
 
 from django.core.paginator import Page, Paginator
 from django.db import transaction
-from django.db.models import F, QuerySet
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 
 from ..label_schema import study_schema
-from ..models import Adjudication, Item, Judgment, JudgmentRevision, PeerReview, Study
+from ..models import Item, ItemCandidate, Judgment, JudgmentRevision, Study
 from ..presentation import shown_order, shown_position
 from ..selectors import answer_fields, query_display_text, shown_item
+from .annotator_actions import SEEN_BY_OTHERS, seen_by_others, with_seen_by_others
 from .live_counts import refresh_live_counts
 from .locks import lock_rows
 from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal, resolve_answer
@@ -42,7 +44,6 @@ from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal, r
 ANSWERS_PER_PAGE = 50
 NOT_ALLOWED = "this study does not let annotators revise their answers"
 NOT_FOR_PREFERENCES = "answers in a preference study cannot be revised: the next pairs were chosen from them"
-SEEN_BY_OTHERS = "someone else has already seen this answer; it is final"
 PREVIEW_CHARACTERS = 160
 # What an answer is made of: compared to tell a revision from a resubmission of the same answer.
 ANSWER_FIELDS = ("choice_id", "label", "spans", "selections", "rubric", "rationale", "unsure")
@@ -85,8 +86,10 @@ def own_judgment(study: Study, annotator, item_id: int) -> Judgment | None:
     return own_judgments(study, annotator).filter(item_id=item_id).select_related("item__query", "choice").first()
 
 
-def revision_refusal(study: Study, judgment: Judgment) -> str | None:
-    """Why `judgment` cannot be revised now, in the annotator's words; None when it can."""
+def revision_refusal(study: Study, judgment: Judgment, seen: bool | None = None) -> str | None:
+    """Why `judgment` cannot be revised now, in the annotator's words; None when it can. `seen`:
+    whether someone else has seen it, where the caller read it with its judgment
+    (with_seen_by_others, as my_answers does for a whole page); looked up otherwise."""
     if not study.allow_revisions:
         return NOT_ALLOWED
     if study.kind == Study.Kind.PREFERENCE:
@@ -95,11 +98,7 @@ def revision_refusal(study: Study, judgment: Judgment) -> str | None:
         return "this study is closed"
     if judgment.source != Judgment.Source.WEB:
         return "this answer was imported from a file, not given here"
-    if (
-        judgment.voided
-        or PeerReview.objects.filter(judgment=judgment).exists()
-        or Adjudication.objects.filter(item_id=judgment.item_id).exists()
-    ):
+    if seen_by_others(judgment) if seen is None else seen:
         return SEEN_BY_OTHERS
     return None
 
@@ -109,7 +108,15 @@ def my_answers(study: Study, annotator, page_number=1) -> tuple[list[dict], Page
     (a one-line preview), their answer in words, when they gave it, how often they revised it,
     and whether (or why not) they may revise it now. Nothing about correctness or anyone else."""
     schema = study_schema(study) if study.kind != Study.Kind.PROXY else None
-    judgments = own_judgments(study, annotator).select_related("item__query", "choice").order_by("-submitted_at", "-pk")
+    # Whether others saw each answer and how many candidates its item has (for an answer stored
+    # without the order it was shown in) come with the page's judgments, so a page costs the same
+    # few statements however many rows it holds.
+    judgments = (
+        with_seen_by_others(own_judgments(study, annotator))
+        .annotate(candidate_count=_CANDIDATE_COUNT)
+        .select_related("item__query", "choice")
+        .order_by("-submitted_at", "-pk")
+    )
     page = Paginator(judgments, ANSWERS_PER_PAGE).get_page(page_number)
     rows = []
     for judgment in page:
@@ -118,14 +125,26 @@ def my_answers(study: Study, annotator, page_number=1) -> tuple[list[dict], Page
             {
                 "item": judgment.item_id,
                 "preview": preview if len(preview) <= PREVIEW_CHARACTERS else preview[: PREVIEW_CHARACTERS - 1] + "…",
-                "answer": answer_words(study, schema, shown_answer(study, judgment)),
+                "answer": answer_words(study, schema, shown_answer(study, judgment, judgment.candidate_count)),
                 "answered_at": judgment.submitted_at,
                 "revision": judgment.revision,
                 "revised_at": judgment.revised_at,
-                "refusal": revision_refusal(study, judgment),
+                "refusal": revision_refusal(study, judgment, judgment.seen),
             }
         )
     return rows, page
+
+
+_CANDIDATE_COUNT = Coalesce(
+    Subquery(
+        ItemCandidate.objects.filter(item_id=OuterRef("item_id"))
+        .order_by()
+        .values("item_id")
+        .annotate(count=Count("pk"))
+        .values("count")
+    ),
+    0,
+)
 
 
 def shown_answer(study: Study, judgment: Judgment, count: int | None = None) -> dict:

@@ -7,6 +7,8 @@ cannot be taken back). Through the service, the annotator's pages and REST."""
 import json
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from annotation.exports import judgment_export
 from annotation.models import Judgment, JudgmentRevision, PeerReview, Study
@@ -279,3 +281,31 @@ def test_a_preference_study_never_offers_revisions():
     Study.objects.filter(pk=study.pk).update(allow_revisions=True)
     response = api_client(make_annotator()).get(f"/api/annotate/{study.pk}/answers/")
     assert response.status_code == 403 and "preference" in response.json()["detail"]
+
+
+def test_the_answers_page_costs_the_same_statements_whatever_its_rows_and_who_saw_them(
+    django_assert_max_num_queries,
+):
+    """Whether others saw each answer (peer review, adjudication, void) and how many candidates its
+    item has come with the page's judgments: a page of four rows, some of them final, runs no more
+    statements than a page of one."""
+    study, ada, staff = label_study(), make_annotator("ada"), make_user(staff=True)
+    answered(study, ada, label=1)
+    client = api_client(ada)
+    with CaptureQueriesContext(connection) as one_row:
+        assert len(client.get(f"/api/annotate/{study.pk}/answers/").json()["results"]) == 1
+    more = make_label_study(items=4, label_schema=SCHEMA, allow_revisions=True)
+    judgments = [answered(more, ada, label=1) for _ in range(4)]
+    Judgment.objects.filter(pk=judgments[0].pk).update(shown_order=None)  # read in the order shown now
+    PeerReview.objects.create(judgment=judgments[1], reviewer=make_annotator())
+    adjudicate(judgments[2].item, by=staff, label=0)
+    with django_assert_max_num_queries(len(one_row.captured_queries)):
+        rows = client.get(f"/api/annotate/{more.pk}/answers/").json()["results"]
+    refusals = {row["item"]: row["refusal"] for row in rows}
+    assert [refusals[judgment.item_id] for judgment in judgments] == [
+        None,
+        "someone else has already seen this answer; it is final",
+        "someone else has already seen this answer; it is final",
+        None,
+    ]
+    assert {row["answer"] for row in rows} == {"1 · Relevant"}
