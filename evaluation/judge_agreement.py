@@ -38,8 +38,8 @@ import numpy as np
 from scipy import stats
 
 from evaluation import label_agreement
-from evaluation.agreement import finite_or_none
-from evaluation.leaderboard import best_first, board_runs, leaderboard_measures, query_scores
+from evaluation.agreement import finite_or_none, percentile_interval
+from evaluation.leaderboard import best_first, board_runs, kendall_tau, leaderboard_measures, query_scores
 from retrieval.errors import InputError
 from retrieval.input_rules import parse_integer
 from retrieval.models import Collection, Run
@@ -65,12 +65,6 @@ def tau_ap(truth: Sequence[float], estimate: Sequence[float]) -> float | None:
     return 2 * sum(shares) / (n - 1) - 1
 
 
-def _kendall(first: Sequence[float], second: Sequence[float]) -> float | None:
-    with warnings.catch_warnings():  # a constant side: undefined, reported as null
-        warnings.simplefilter("ignore", stats.ConstantInputWarning)
-        return finite_or_none(float(stats.kendalltau(first, second).statistic))
-
-
 def _spearman(first: Sequence[float], second: Sequence[float]) -> float | None:
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", stats.ConstantInputWarning)
@@ -83,7 +77,7 @@ def _symmetric_tau_ap(first: Sequence[float], second: Sequence[float]) -> float 
 
 
 COEFFICIENTS = {
-    "kendall_tau": _kendall,
+    "kendall_tau": kendall_tau,
     "tau_ap": lambda human, judge: tau_ap(human, judge),
     "spearman": _spearman,
 }
@@ -93,25 +87,22 @@ INTERVAL_KEYS = {"kendall_tau": "tau_ci", "tau_ap": "tau_ap_ci", "spearman": "sp
 def bootstrap_intervals(human: np.ndarray, judge: np.ndarray, samples: int, seed: int) -> dict:
     """Percentile intervals of each coefficient between the runs' means under `human` and
     `judge` (runs x queries), queries resampled with replacement; `undefined` counts the
-    resamples where a coefficient had no value."""
+    resamples where a coefficient had no value (agreement.percentile_interval leaves them out)."""
     generator = np.random.default_rng(seed)
     queries = human.shape[1]
-    drawn: dict[str, list[float]] = {key: [] for key in COEFFICIENTS}
-    for _ in range(samples):
+    drawn = {key: np.full(samples, np.nan) for key in COEFFICIENTS}
+    for sample in range(samples):
         pick = generator.integers(0, queries, size=queries)
         human_means, judge_means = human[:, pick].mean(axis=1), judge[:, pick].mean(axis=1)
         for key, coefficient in COEFFICIENTS.items():
             value = coefficient(human_means.tolist(), judge_means.tolist())
             if value is not None:
-                drawn[key].append(value)
-    tail = (1 - CONFIDENCE) / 2 * 100
-    intervals = {
-        INTERVAL_KEYS[key]: [float(np.percentile(values, tail)), float(np.percentile(values, 100 - tail))]
-        if values
-        else None
-        for key, values in drawn.items()
+                drawn[key][sample] = value
+    intervals = {INTERVAL_KEYS[key]: percentile_interval(values, CONFIDENCE) for key, values in drawn.items()}
+    return {
+        **{key: None if interval is None else [interval.low, interval.high] for key, interval in intervals.items()},
+        "undefined": {key: int(np.isnan(values).sum()) for key, values in drawn.items()},
     }
-    return {**intervals, "undefined": {key: samples - len(values) for key, values in drawn.items()}}
 
 
 def largest_rank_change(runs: Sequence[Run], human: dict[int, float], judge: dict[int, float]) -> dict:
@@ -141,9 +132,10 @@ def _kappa(human: list[int], judge: list[int]) -> float | None:
     return finite_or_none(label_agreement.cohen_kappa(*relevant, labels=[0, 1]))
 
 
-def label_agreement_section(human: Qrels, judge: Qrels, query_names: dict[int, str]) -> dict:
+def label_agreement_section(human: Qrels, judge: Qrels) -> dict:
     """Cohen's κ of relevant / not relevant between the judge and the humans on the pairs both
     labelled, per query (external id) and overall; exact agreement; confusion of the labels."""
+    query_names = dict(human.collection.queries.filter(pk__in=list(human.judgments)).values_list("pk", "external_id"))
     per_query, every_human, every_judge = {}, [], []
     for query_id, passages in human.judgments.items():
         judged = judge.judgments.get(query_id, {})
@@ -207,8 +199,8 @@ def bootstrap_options(seed, bootstrap) -> tuple[int, int]:
 def compare_leaderboards(
     runs: Sequence[Run], named, human_qrels: Qrels, judge_qrels: Qrels, *, seed: int, samples: int
 ) -> dict:
-    """The comparison itself, from loaded qrels: keys `queries`, `runs`, `metrics`, `bootstrap`,
-    `labels` (see judge_agreement)."""
+    """The leaderboards compared, from loaded qrels: keys `queries`, `runs`, `metrics`, `bootstrap`
+    (see judge_agreement, which adds the label agreement; the judge card keeps its own, `items`)."""
     judge_qrels = on_queries_of(judge_qrels, human_qrels)
     human_scores = query_scores(runs, human_qrels, named, [])
     judge_scores = query_scores(runs, judge_qrels, named, [])
@@ -225,7 +217,7 @@ def compare_leaderboards(
         sections[name] = {
             "human": human_means,
             "judge": judge_means,
-            "kendall_tau": _kendall(first, second),
+            "kendall_tau": kendall_tau(first, second),
             "tau_ap": tau_ap(first, second),
             "tau_ap_symmetric": _symmetric_tau_ap(first, second),
             "spearman": _spearman(first, second),
@@ -234,14 +226,11 @@ def compare_leaderboards(
             "judge_ranking": best_first(judge_means),
             "largest_rank_change": largest_rank_change(runs, human_means, judge_means),
         }
-    collection = human_qrels.collection
-    names = dict(collection.queries.filter(pk__in=list(human_qrels.judgments)).values_list("pk", "external_id"))
     return {
         "queries": len(query_ids),
         "runs": {run.pk: run.name or str(run.retriever) for run in runs},
         "metrics": sections,
         "bootstrap": {"samples": samples, "seed": seed, "confidence": CONFIDENCE, "over": "queries"},
-        "labels": label_agreement_section(human_qrels, judge_qrels, names),
     }
 
 
@@ -279,4 +268,5 @@ def judge_agreement(
         "judge_version": origin.version,
         "judge_label": judge_qrels.label,
         **compare_leaderboards(runs, named, human_qrels, judge_qrels, seed=seed, samples=samples),
+        "labels": label_agreement_section(human_qrels, judge_qrels),
     }

@@ -41,6 +41,7 @@ from collections.abc import Sequence
 import numpy as np
 from scipy import stats
 
+from annotation.majority import MajorityVote, majority_votes
 from annotation.models import Study
 from annotation.services import get_study
 from evaluation.agreement import finite_or_none
@@ -80,10 +81,10 @@ SAMPLE_STRATEGY = (
 )
 
 
-def _majority(values: Sequence[int]) -> int:
-    counts = Counter(values)
-    most = max(counts.values())
-    return min(value for value, count in counts.items() if count == most)
+def _majority(values: Sequence[int]) -> MajorityVote:
+    """The judge's vote over its samples of a pair, a tie going to the lower label (aggregate_labels'
+    rule for the humans)."""
+    return majority_votes([values], tie_rule="lowest")[0]
 
 
 def _label(parsed: dict | None) -> int | None:
@@ -126,8 +127,8 @@ def calibration_section(answers: dict, human: Qrels) -> dict | None:
         relevance = human.judgments.get(query_id, {}).get(passage_id)
         if len(parsed) < 2 or not votes or relevance is None:
             continue
-        majority = _majority(votes)
-        rows.append((votes.count(majority) / len(votes), majority == int(relevance > 0)))
+        vote = _majority(votes)
+        rows.append((vote.votes / vote.raters, vote.label == int(relevance > 0)))
     if not rows:
         return None
     bins, error = [], 0.0
@@ -283,7 +284,7 @@ def judge_card(judge: Judge, options: dict, *, user=None, progress: Progress = n
     if judge.backend not in PROMPTED:  # imported: one label per pair, nothing unreadable
         tally = {"answered": sum(parsed[0] is not None for parsed in answers.values()), "failed": 0, "asked": 0}
     labels = {
-        pair: _majority(values)
+        pair: _majority(values).label
         for pair, parsed in answers.items()
         if (values := [v for v in map(_label, parsed) if v is not None])
     }
@@ -293,7 +294,6 @@ def judge_card(judge: Judge, options: dict, *, user=None, progress: Progress = n
     judge_qrels = Qrels(
         collection, f"judge:{judge.name}", f"judge {judge.name} (version {judge.version})", judgments, origin=judge
     )
-    names = dict(collection.queries.filter(pk__in=list(human.judgments)).values_list("pk", "external_id"))
     leaderboard = None
     if options["run_ids"]:
         progress(0.8, "comparing the leaderboards")
@@ -307,7 +307,6 @@ def judge_card(judge: Judge, options: dict, *, user=None, progress: Progress = n
             seed=options["seed"],
             samples=options["bootstrap"],
         )
-        del leaderboard["labels"]  # the card's `items`
     position = None
     if options["probe_study"] is not None:
         study = get_study(options["probe_study"], field="probe_study")
@@ -325,7 +324,7 @@ def judge_card(judge: Judge, options: dict, *, user=None, progress: Progress = n
             "failed": tally["failed"],
             "share": tally["failed"] / stored if stored else None,
         },
-        "items": label_agreement_section(human, judge_qrels, names),
+        "items": label_agreement_section(human, judge_qrels),
         "leaderboard": leaderboard,
         "position": position,
         "length": length_section(pairs, human, labels, judge_top),

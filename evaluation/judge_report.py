@@ -16,6 +16,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
+from annotation.majority import majority_votes
 from annotation.models import Study
 from evaluation import label_agreement as stats
 from evaluation.agreement import finite_or_none
@@ -190,7 +191,7 @@ def label_judges(data, levels: Sequence[str]) -> dict:
         for unit in data.units:
             labels = data.labels(unit)
             if labels:
-                vote = stats.majority_votes([labels])[0]
+                vote = majority_votes([labels])[0]
                 if not vote.is_tie:
                     majority[unit.key] = vote.label
         shared = [key for key in majority if key in label_of]

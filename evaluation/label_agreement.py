@@ -26,6 +26,7 @@ from dataclasses import dataclass
 import numpy as np
 from scipy import stats
 
+from annotation.majority import is_missing, sorted_labels
 from evaluation.agreement import (
     BOOTSTRAP_RESAMPLES,
     BOOTSTRAP_SEED,
@@ -38,21 +39,8 @@ from evaluation.agreement import (
 
 MEASUREMENT_LEVELS = ("nominal", "ordinal", "interval", "ratio")
 KAPPA_WEIGHTS = (None, "linear", "quadratic")
-TIE_RULES = (None, "lowest", "highest")
 UNEQUAL_RATER_POLICIES = ("drop", "generalised")
 INTERVAL_METHODS = ("wilson", "bootstrap")
-
-
-def _is_missing(value) -> bool:
-    return value is None or (isinstance(value, (float, np.floating)) and math.isnan(value))
-
-
-def _sorted_labels(labels: Iterable, what: str) -> list:
-    """Labels in their natural order; an order is needed for weighted kappa and tie rules."""
-    try:
-        return sorted(set(labels))
-    except TypeError as error:
-        raise ValueError(f"{what} mix types that cannot be ordered ({error})") from error
 
 
 # --- reliability matrix -------------------------------------------------------------------
@@ -77,7 +65,7 @@ def reliability_matrix(ratings: Iterable[tuple[Hashable, Hashable, float]]) -> R
     unit_index: dict[Hashable, int] = {}
     cells: dict[tuple[int, int], float] = {}
     for position, (rater, unit, value) in enumerate(ratings):
-        if _is_missing(value):
+        if is_missing(value):
             raise ValueError(f"rating {position}: rater {rater!r} on unit {unit!r} has no value; leave it out instead")
         try:
             number = float(value)
@@ -217,12 +205,12 @@ def cohen_kappa(first: Sequence, second: Sequence, weights: str | None = None, l
         raise ValueError("Cohen's kappa needs at least one item labelled by both raters")
     for rater, sequence in (("first", first), ("second", second)):
         for position, label in enumerate(sequence):
-            if _is_missing(label):
+            if is_missing(label):
                 raise ValueError(f"{rater} rater, item {position}: missing label; keep only items both raters labelled")
     scale = (
         list(labels)
         if labels is not None
-        else _sorted_labels(itertools.chain(first, second), "the raters' labels (give `labels` in scale order)")
+        else sorted_labels(itertools.chain(first, second), "the raters' labels (give `labels` in scale order)")
     )
     position_of = {label: position for position, label in enumerate(scale)}
     if len(position_of) != len(scale):
@@ -325,12 +313,12 @@ def fleiss_kappa_from_labels(
     if unequal_raters not in UNEQUAL_RATER_POLICIES:
         raise ValueError(f"unknown unequal_raters policy {unequal_raters!r}: use 'drop' or 'generalised'")
     for item, labels in enumerate(labels_per_item):
-        if any(_is_missing(label) for label in labels):
+        if any(is_missing(label) for label in labels):
             raise ValueError(f"item {item}: missing label; leave it out of the item's list")
     scale = (
         list(categories)
         if categories is not None
-        else _sorted_labels(itertools.chain.from_iterable(labels_per_item), "the labels (give `categories`)")
+        else sorted_labels(itertools.chain.from_iterable(labels_per_item), "the labels (give `categories`)")
     )
     index_of = {label: position for position, label in enumerate(scale)}
     sizes = [len(labels) for labels in labels_per_item]
@@ -348,48 +336,6 @@ def fleiss_kappa_from_labels(
 
 
 # --- aggregated labels per item --------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class MajorityVote:
-    """The most frequent label of one item. `label` is None when the top count is shared and no
-    tie rule was given; `tied_labels` (sorted) is non-empty exactly when there was a tie, whether
-    or not a rule then picked one of them."""
-
-    label: object
-    votes: int
-    raters: int
-    tied_labels: tuple
-
-    @property
-    def is_tie(self) -> bool:
-        return bool(self.tied_labels)
-
-
-def majority_votes(labels_per_item: Sequence[Sequence], tie_rule: str | None = None) -> list[MajorityVote]:
-    """Plurality label of every item; ties are reported, never broken silently.
-
-    tie_rule None leaves a tied item without a label; "lowest" / "highest" take the smallest or
-    largest tied label in sort order (for yes/no labels, "lowest" resolves a tie as False:
-    the conservative reading for "is this quotable?"). Every item needs at least one label.
-    """
-    if tie_rule not in TIE_RULES:
-        raise ValueError(f"unknown tie rule {tie_rule!r}: use None, 'lowest' or 'highest'")
-    votes = []
-    for item, labels in enumerate(labels_per_item):
-        if not len(labels):
-            raise ValueError(f"item {item} has no labels")
-        if any(_is_missing(label) for label in labels):
-            raise ValueError(f"item {item}: missing label; leave it out of the item's list")
-        tally = Counter(labels)
-        top = max(tally.values())
-        leaders = _sorted_labels((label for label, count in tally.items() if count == top), f"item {item}'s labels")
-        if len(leaders) == 1:
-            votes.append(MajorityVote(leaders[0], top, len(labels), ()))
-            continue
-        chosen = {None: None, "lowest": leaders[0], "highest": leaders[-1]}[tie_rule]
-        votes.append(MajorityVote(chosen, top, len(labels), tuple(leaders)))
-    return votes
 
 
 def _numeric_labels_per_item(labels_per_item: Sequence[Sequence], what: str) -> list[np.ndarray]:
@@ -525,12 +471,12 @@ def share_with_interval(
     "the model's top non-gold paragraph is quotable"; the paper reports 85 %. "wilson" is the
     Wilson score interval; "bootstrap" the seeded percentile bootstrap over items shared with
     the proxy-study reports. A tied item (label None) is an error: resolve ties with
-    `majority_votes(tie_rule=...)` or leave the item out. No items gives NaN and no interval.
+    `annotation.majority.majority_votes(tie_rule=...)` or leave the item out. No items gives NaN and no interval.
     """
     if method not in INTERVAL_METHODS:
         raise ValueError(f"unknown interval method {method!r}: use 'wilson' or 'bootstrap'")
     for item, flag in enumerate(flags):
-        if _is_missing(flag):
+        if is_missing(flag):
             raise ValueError(f"item {item} has no majority label (a tie?); resolve ties or leave the item out")
     try:
         values = np.array(list(flags), dtype=np.float64)

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 import numpy as np
 from django.utils import timezone
 
+from annotation.majority import majority_votes
 from annotation.models import Study
 from annotation.provenance import DEFAULT_METHOD, label_method, label_source, rework_counts
 from annotation.services.labels import study_schema
@@ -297,7 +298,7 @@ def _aggregate_entry(data: LabelData, unit: Unit, reworked: Collection[int]) -> 
         "label_method": label_method(origin, DEFAULT_METHOD),
     }
     if labels:
-        vote = stats.majority_votes([labels])[0]
+        vote = majority_votes([labels])[0]
         entry.update(
             majority=vote.label,
             tied_labels=list(vote.tied_labels),
@@ -315,7 +316,7 @@ def _final_label(data: LabelData, unit: Unit) -> tuple[int | None, bool]:
     labels = data.labels(unit)
     if not labels:
         return None, False
-    vote = stats.majority_votes([labels], tie_rule="lowest")[0]
+    vote = majority_votes([labels], tie_rule="lowest")[0]
     return vote.label, vote.is_tie
 
 

@@ -23,12 +23,13 @@ Decisions:
 
 from __future__ import annotations
 
+import warnings
 from collections.abc import Sequence
 
-import numpy as np
 from scipy import stats
 
 from evaluation.aggregates import LEADERBOARD_METRICS
+from evaluation.agreement import finite_or_none
 from evaluation.comparison import DEFAULT_PERMUTATIONS, collection_runs, column_summary, paired_tests, run_label
 from retrieval.errors import InputError
 from retrieval.measures import Measure, judged_share, parse_measures
@@ -126,9 +127,12 @@ def _unique_pairs(runs: Sequence[Run], qrels: Qrels, depth: int) -> dict[int, se
     return unique
 
 
-def _kendall_tau(full: Sequence[float], reduced: Sequence[float]) -> float | None:
-    tau = stats.kendalltau(full, reduced).statistic
-    return None if np.isnan(tau) else float(tau)
+def kendall_tau(first: Sequence[float], second: Sequence[float]) -> float | None:
+    """scipy's Kendall τ-b between two sides' values; None where it is undefined (a constant side),
+    without scipy's warning about it. The leaderboard's and the judge comparison's one τ."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", stats.ConstantInputWarning)
+        return finite_or_none(float(stats.kendalltau(first, second).statistic))
 
 
 def leave_one_run_out(runs: Sequence[Run], qrels: Qrels, named, depth: int, full_means: dict) -> dict:
@@ -146,7 +150,7 @@ def leave_one_run_out(runs: Sequence[Run], qrels: Qrels, named, depth: int, full
         }
         entries[run.pk] = {"metrics": means, "rank_change": changes, "removed_pairs": len(unique[run.pk])}
     taus = {
-        name: _kendall_tau(
+        name: kendall_tau(
             [full_means[name][run.pk] for run in runs], [entries[run.pk]["metrics"][name] for run in runs]
         )
         for name in names

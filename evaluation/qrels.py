@@ -33,6 +33,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
+from annotation.majority import majority_votes
 from annotation.models import Study
 from annotation.provenance import LABEL_SOURCES, SENT_BACK, label_method, label_source, rework_counts
 from evaluation import label_agreement as stats
@@ -118,7 +119,7 @@ def nearest_scale_value(value: float, scale: Sequence[int]) -> tuple[int, bool]:
 def aggregate_labels(labels: Sequence[int], aggregate: str, scale: Sequence[int]) -> tuple[int, bool]:
     """One label for an item from its annotators' labels, and whether a tie had to be resolved."""
     if aggregate == "majority":
-        vote = stats.majority_votes([labels], tie_rule="lowest")[0]
+        vote = majority_votes([labels], tie_rule="lowest")[0]
         return vote.label, vote.is_tie
     centre = stats.mean_grades([labels])[0] if aggregate == "mean" else stats.median_grades([labels])[0]
     return nearest_scale_value(float(centre), scale)

@@ -17,8 +17,9 @@ each member's text.
 from __future__ import annotations
 
 import json
-from collections import Counter
 from collections.abc import Iterator, Sequence
+
+from annotation.majority import majority_votes
 
 from .backends import MAX_ANSWER_CHARACTERS, PROMPT_BACKENDS, Backend, Completion, Request
 from .models import Judge, JudgeAnswer
@@ -35,9 +36,7 @@ def combined(readings: Sequence[dict | None], prompt: Prompt, how: str) -> tuple
     if not values:
         return None, "no member answered readably"
     if how == "majority":
-        counts = Counter(values)
-        most = max(counts.values())
-        return {key: min(value for value, count in counts.items() if count == most)}, ""
+        return {key: majority_votes([values], tie_rule="lowest")[0].label}, ""
     if key == "position":
         return None, "a mean of candidate positions means nothing: combine a proxy ensemble by majority"
     mean = sum(values) / len(values)

@@ -35,7 +35,7 @@ from pathlib import Path
 
 from django.db import transaction
 
-from annotation.models import Item, Study
+from annotation.models import Item, ItemCandidate, Study
 from annotation.services import get_study
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
@@ -68,8 +68,15 @@ def study_pool(study: Study, judge: Judge) -> list[PoolPair]:
         raise InputError(f"study {study.pk} is a {study.kind} study; a pool is a relevance study's", field="study")
     pairs: dict[tuple[int, int], PoolPair] = {}
     items = Item.objects.filter(study=study).select_related("study", "query").order_by("position")
+    # Each item's first candidate's passage, read for the whole study at once: its candidates come
+    # highest position first, so the lowest is written last.
+    firsts: dict[int, Passage] = {}
+    for candidate in (
+        ItemCandidate.objects.filter(item__study=study).select_related("passage").order_by("item_id", "-position")
+    ):
+        firsts[candidate.item_id] = candidate.passage
     for item in items:
-        passage = item.candidates.order_by("position").select_related("passage").first().passage
+        passage = firsts[item.pk]
         pairs.setdefault((item.query_id, passage.pk), PoolPair(item.query, passage, judge_prompt(item, judge)))
     return list(pairs.values())
 

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from annotation.models import Study
+from annotation.models import Item, ItemCandidate, Study
 from jobs.progress import Progress, no_progress
 from retrieval.errors import InputError
 
@@ -47,7 +47,13 @@ def position_probe(judge: Judge, study: Study, progress: Progress = no_progress)
     if judge.backend not in PROMPTED:
         raise InputError(f"judge {judge} is a {judge.backend} judge: it answers no prompts to probe", field="judge")
     items = judged_items(study)
-    orders = {item.pk: list(item.candidates.order_by("position").values_list("position", flat=True)) for item in items}
+    orders: dict[int, list[int]] = {item.pk: [] for item in items}
+    for item_id, position in (
+        ItemCandidate.objects.filter(item__study=study, item__role=Item.Role.WORK)  # judged_items' items
+        .order_by("item_id", "position")
+        .values_list("item_id", "position")
+    ):
+        orders[item_id].append(position)
     prompts = {
         item.pk: (
             judge_prompt(item, judge),

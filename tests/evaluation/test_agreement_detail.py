@@ -11,9 +11,9 @@ import pytest
 from sklearn.metrics import cohen_kappa_score, confusion_matrix
 from statsmodels.stats.inter_rater import cohens_kappa
 
+from annotation.majority import majority_votes
 from annotation.models import Item, Judgment
 from evaluation import alerts
-from evaluation.label_agreement import majority_votes
 from evaluation.reports import cached_study_report
 from tests.factories import (
     add_judgment,

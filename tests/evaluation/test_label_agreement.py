@@ -18,17 +18,16 @@ from statsmodels.stats.inter_rater import aggregate_raters
 from statsmodels.stats.inter_rater import fleiss_kappa as statsmodels_fleiss_kappa
 from statsmodels.stats.proportion import proportion_confint
 
+from annotation.majority import MajorityVote, majority_votes
 from evaluation import agreement
 from evaluation.label_agreement import (
     MEASUREMENT_LEVELS,
-    MajorityVote,
     cohen_kappa,
     coincidence_matrix,
     correlate_with_mean_grades,
     fleiss_kappa_from_labels,
     kendall_tau_b,
     krippendorff_alpha,
-    majority_votes,
     mean_grades,
     mean_pairwise_cohen_kappa,
     median_grades,

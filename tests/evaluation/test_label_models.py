@@ -10,7 +10,7 @@ from crowdkit.aggregation import GLAD, MACE, DawidSkene, MajorityVote
 from crowdkit.aggregation.utils import get_accuracy
 from scipy.special import expit
 
-from evaluation import label_agreement
+from annotation.majority import majority_votes
 from evaluation.label_models import aggregate, ratings_frame
 from retrieval.errors import InputError
 from tests.evaluation.simulated_annotators import CROWD, simulate, true_accuracies
@@ -47,7 +47,7 @@ def test_majority_is_crowd_kits_vote_with_ties_to_the_lowest_label_as_in_the_pla
     by_task: dict = {}
     for _, task, label in triples:
         by_task.setdefault(task, []).append(label)
-    platform = dict(zip(by_task, label_agreement.majority_votes(list(by_task.values()), tie_rule="lowest")))
+    platform = dict(zip(by_task, majority_votes(list(by_task.values()), tie_rule="lowest")))
     assert ours.labels == {task: vote.label for task, vote in platform.items()}
     untied = [task for task, vote in platform.items() if not vote.is_tie]
     assert 0 < len(untied) < len(platform)  # the data has ties, and crowd-kit agrees wherever there is none
