@@ -266,12 +266,28 @@ def sending_back(study, staff, errors, stop):
         connection.close()
 
 
+def racing_study(items: int, per_item: int, people: int):
+    """A proxy study, a staffer and `people` annotators, for the racing tests."""
+    study = make_relic_proxy_study(items, judgments_per_item=per_item)
+    return study, make_user(staff=True), [make_annotator(f"racer{n}") for n in range(people)]
+
+
+def assert_every_slot_filled_once(study, items: int, per_item: int) -> None:
+    """After a race settled: every item has its live judgments, nobody judged an item twice, no
+    claim is left open, and every voided judgment's claim reads voided."""
+    live = Counter(Judgment.objects.filter(voided=False).values_list("item_id", flat=True))
+    assert live == {item.pk: per_item for item in study.items.all()}
+    assert max(Counter(Judgment.objects.values_list("item_id", "annotator_id")).values()) == 1
+    assert not Assignment.objects.filter(state=Assignment.State.ACTIVE).exists()
+    assert Assignment.objects.filter(state=Assignment.State.SUBMITTED).count() == items * per_item
+    voided = Judgment.objects.filter(voided=True)
+    assert set(Assignment.objects.filter(judgment__in=voided).values_list("state", flat=True)) <= {"voided"}
+
+
 @pytest.mark.django_db(transaction=True)
 def test_send_backs_racing_annotators_neither_lose_nor_duplicate_judgments():
     items, per_item = 6, 2
-    study = make_relic_proxy_study(items, judgments_per_item=per_item)
-    staff = make_user(staff=True)
-    annotators = [make_annotator(f"racer{n}") for n in range(6)]
+    study, staff, annotators = racing_study(items, per_item, 6)
     errors, stop = [], threading.Event()
     workers = [threading.Thread(target=racing_annotator, args=(study, a, errors, 3 * items)) for a in annotators]
     staffer = threading.Thread(target=sending_back, args=(study, staff, errors, stop))
@@ -286,13 +302,8 @@ def test_send_backs_racing_annotators_neither_lose_nor_duplicate_judgments():
         racing_annotator(study, annotator, errors, 3 * items)
 
     assert errors == []
-    live = Counter(Judgment.objects.filter(voided=False).values_list("item_id", flat=True))
-    assert live == {item.pk: per_item for item in study.items.all()}
-    assert max(Counter(Judgment.objects.values_list("item_id", "annotator_id")).values()) == 1
-    assert not Assignment.objects.filter(state=Assignment.State.ACTIVE).exists()
-    assert Assignment.objects.filter(state=Assignment.State.SUBMITTED).count() == items * per_item
+    assert_every_slot_filled_once(study, items, per_item)
     voided = Judgment.objects.filter(voided=True)
-    assert set(Assignment.objects.filter(judgment__in=voided).values_list("state", flat=True)) <= {"voided"}
     recorded = [judgment for judgments in Rework.objects.values_list("judgments", flat=True) for judgment in judgments]
     assert sorted(recorded) == sorted(voided.values_list("pk", flat=True))  # each voided under exactly one
     assert_counts_hold(study)  # the items' stored live counts, recounted by every racing writer
