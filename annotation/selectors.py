@@ -68,6 +68,15 @@ def query_display_text(query: Query, context_left: int, context_right: int) -> s
     return " ".join(parts)
 
 
+PREVIEW_CHARACTERS = 160
+
+
+def preview(text: str) -> str:
+    """A text cut to one short line (a table cell, a list of answers): at most PREVIEW_CHARACTERS,
+    an ellipsis where it was cut. The one cut-off of every staff and annotator listing."""
+    return text if len(text) <= PREVIEW_CHARACTERS else text[: PREVIEW_CHARACTERS - 1] + "…"
+
+
 def span_target_text(study: Study, item: Item, target: str, shown: Sequence[ItemCandidate] | None = None) -> str:
     """The exact text whose character offsets a span of `target` ("query" or "passage") counts:
     the query as shown, or the first candidate's passage (from `shown`, the candidates in display

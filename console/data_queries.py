@@ -15,10 +15,10 @@ from django.db.models import Count, Exists, F, OuterRef, Q, QuerySet
 
 from annotation.label_schema import study_schema
 from annotation.models import Item, ItemCandidate, Judgment, Study
-from annotation.selectors import query_display_text
+from annotation.selectors import preview, query_display_text
 from annotation.ui_selectors import describe_answer
 from console.data_filters import YES_NO, TableFilters, choice, page_number, per_page, text, whole_number
-from console.data_selectors import preview, search_condition, with_context_text
+from console.data_selectors import search_condition, with_context_text
 from retrieval.errors import InputError
 from retrieval.models import Collection, Hit, Passage, PoolEntry, Qrel, Query, Run, RunQuery
 
@@ -352,12 +352,7 @@ def collection_query_detail(collection: Collection, query: Query) -> dict:
     """One query of a collection: its text and context, metadata, qrels (with the passages), the
     study items built on it (with their live judgments) and each finished run's result for it."""
     qrels = Qrel.objects.filter(query=query).select_related("passage").order_by("-relevance", "passage__ordinal")
-    items = (
-        Item.objects.filter(query=query)
-        .select_related("study")
-        .annotate(live=Count("judgments", filter=Q(judgments__voided=False)))
-        .order_by("study_id", "position")
-    )
+    items = Item.objects.filter(query=query).select_related("study").order_by("study_id", "position")
     results = (
         RunQuery.objects.filter(query=query, run__status=Run.Status.DONE)
         .select_related("run__retriever")
@@ -380,7 +375,7 @@ def collection_query_detail(collection: Collection, query: Query) -> dict:
                 "study_name": item.study.name,
                 "item": item.pk,
                 "number": item.position + 1,
-                "judgments": item.live,
+                "judgments": item.live_judgments,  # stored, kept by every writer (live_counts.py)
                 "needed": item.study.judgments_per_item,
             }
             for item in items

@@ -31,7 +31,7 @@ from annotation.models import (
     Rework,
     Study,
 )
-from annotation.selectors import query_display_text, span_target_text
+from annotation.selectors import preview, query_display_text, span_target_text
 from annotation.services.adjudication import rework_payload
 from annotation.services.live_counts import agreement_column
 from annotation.services.quality import adjudication_payload
@@ -59,7 +59,6 @@ ITEM_SORTS = {
     "answered": "answered longest ago first",
     "-answered": "answered most recently first",
 }
-PREVIEW_CHARACTERS = 160
 
 
 # --- reading the table's parameters ----------------------------------------------------------------
@@ -193,11 +192,6 @@ def _sorted(items: QuerySet[Item], sort: str) -> QuerySet[Item]:
 
 
 # --- one page of rows --------------------------------------------------------------------------------
-
-
-def preview(text: str) -> str:
-    """A text in one short line for a table cell."""
-    return text if len(text) <= PREVIEW_CHARACTERS else text[: PREVIEW_CHARACTERS - 1] + "…"
 
 
 def answer_key(study: Study, schema: dict, position, label, selections):

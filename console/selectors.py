@@ -11,7 +11,7 @@ from django.db.models import Count, Max, Q
 
 from annotation.label_schema import study_schema
 from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Pool, Study
-from annotation.selectors import item_limit, median_seconds_by_annotator, query_display_text, span_target_text
+from annotation.selectors import item_limit, median_seconds_by_annotator, preview, query_display_text, span_target_text
 from annotation.services.preference_scheduling import adaptive_progress, design_of, is_adaptive
 from annotation.ui_selectors import staff_study_items
 from evaluation.leaderboard_exports import best_means, ranked_run_ids, run_letters, significance_marks
@@ -21,7 +21,6 @@ from retrieval.wording import counted
 
 QUERIES_PER_PAGE = 100
 ITEMS_PER_PAGE = 50
-PREVIEW_CHARACTERS = 160
 
 
 # --- runs ----------------------------------------------------------------------------------------
@@ -56,7 +55,7 @@ def query_preview(query) -> str:
     """A query in one short line: its text, or the context around its masked quotation."""
     around = [*query.left_context[-1:], "[…]", *query.right_context[:1]]
     text = " ".join(around) if query.has_context else query.text
-    return text if len(text) <= PREVIEW_CHARACTERS else text[: PREVIEW_CHARACTERS - 1] + "…"
+    return preview(text)
 
 
 def run_query_page(run: Run, page_number):

@@ -43,7 +43,7 @@ from evaluation.leaderboard import best_first, board_runs, kendall_tau, leaderbo
 from retrieval.errors import InputError
 from retrieval.input_rules import parse_integer
 from retrieval.models import Collection, Run
-from retrieval.qrels_sources import IMPORTED, Qrels, load_qrels
+from retrieval.qrels_sources import Qrels, load_qrels, source_name
 
 BOOTSTRAP_SAMPLES = 1000
 CONFIDENCE = 0.95
@@ -180,7 +180,7 @@ def count_option(value, field: str, high: int) -> int:
 
 def human_qrels_for(collection: Collection, human: str | None) -> Qrels:
     """The human side: imported or study:ID[:AGGREGATE] (InputError on the field `human`)."""
-    human = (human or IMPORTED).strip()
+    human = source_name(human)
     if human.startswith("judge:"):
         raise InputError("the human side is imported or study:ID; the judge goes in judge", field="human")
     try:

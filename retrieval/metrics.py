@@ -32,7 +32,7 @@ from django.conf import settings
 from .errors import InputError
 from .measures import Measure, Ranking, dcg, judged_share, parse_measures
 from .models import Hit, Passage, Query, Run
-from .qrels_sources import IMPORTED, Qrels, imported_qrels, load_qrels, rows_for
+from .qrels_sources import IMPORTED, Qrels, imported_qrels, load_qrels, rows_for, source_name
 from .selectors import require_done
 from .services.candidates import candidate_sets
 
@@ -237,14 +237,19 @@ def coverage_threshold(value=None) -> float:
 
 
 def coverage_warning(judged: dict[str, float | None], qrels: Qrels, threshold: float) -> str | None:
-    """One sentence when a mean Judged@k is below the threshold, else None. Qrels without any
-    non-relevant judgment (only the golds, as RELiC's) call every other passage non-relevant by
-    design: there the share of judged passages says nothing and gets no warning."""
-    return low_coverage_warning(judged, qrels.source, threshold) if qrels.has_non_relevant else None
+    """One sentence when a mean Judged@k is below the threshold, else None (judged_warning)."""
+    return judged_warning(judged, qrels.source, qrels.has_non_relevant, threshold)
 
 
-def low_coverage_warning(judged: dict[str, float | None], source: str, threshold: float) -> str | None:
-    """coverage_warning's sentence under qrels that judge some passage non-relevant."""
+def judged_warning(
+    judged: dict[str, float | None], source: str, has_non_relevant: bool, threshold: float
+) -> str | None:
+    """coverage_warning from the qrels' source and whether they judge anything non-relevant, as a
+    judged_summary keeps them. Qrels without any non-relevant judgment (only the golds, as
+    RELiC's) call every other passage non-relevant by design: there the share of judged passages
+    says nothing and gets no warning."""
+    if not has_non_relevant:
+        return None
     low = [(key, value) for key, value in judged.items() if value is not None and value < threshold]
     if not low:
         return None
@@ -281,7 +286,7 @@ def coverage_at(summary: dict, threshold: float) -> dict:
     below = {
         key: sum(queries for share, queries in shares if share < threshold) for key, shares in summary["shares"].items()
     }
-    low = low_coverage_warning(judged, summary["qrels"], threshold) if summary["has_non_relevant"] else None
+    low = judged_warning(judged, summary["qrels"], summary["has_non_relevant"], threshold)
     return {
         "judged": judged,
         "coverage": {
@@ -506,7 +511,7 @@ def run_page_coverage(run: Run, queries: Sequence[Query], qrels: str | None = No
     `queries`: a page of a 100K-query run reads 100 queries' hits, not every hit. Under any other
     source (labels that grow as people judge) they are computed in full, as run_coverage does."""
     summary = (run_metrics(run) or {}).get("page_coverage")
-    if summary is None or (qrels or IMPORTED).strip() != IMPORTED:
+    if summary is None or source_name(qrels) != IMPORTED:
         return run_coverage(run, qrels, threshold)
     threshold = coverage_threshold(threshold)
     judgments = imported_qrels(run.collection, [query.pk for query in queries]).judgments

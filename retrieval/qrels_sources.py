@@ -131,10 +131,16 @@ def imported_qrels(collection: Collection, query_ids: Iterable[int] | None = Non
     return Qrels(collection, IMPORTED, "the collection's qrels", judgments, exact_ranks=True)
 
 
+def source_name(source: str | None) -> str:
+    """A qrels source as given (an option, a form field, a query parameter), read the one way:
+    stripped, and the collection's imported qrels when empty or absent."""
+    return (source or IMPORTED).strip()
+
+
 def load_qrels(collection: Collection, source: str | None = None) -> Qrels:
     """The qrels `source` names on `collection` (default: imported). An unknown or malformed
     source is an InputError on the field `qrels`."""
-    source = (source or IMPORTED).strip()
+    source = source_name(source)
     if source == IMPORTED:
         return imported_qrels(collection)
     prefix, _, argument = source.partition(":")

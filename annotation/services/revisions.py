@@ -35,7 +35,7 @@ from django.utils import timezone
 from ..label_schema import study_schema
 from ..models import Item, ItemCandidate, Judgment, JudgmentRevision, Study
 from ..presentation import shown_order, shown_position
-from ..selectors import answer_fields, query_display_text, shown_item
+from ..selectors import answer_fields, preview, query_display_text, shown_item
 from .annotator_actions import SEEN_BY_OTHERS, seen_by_others, with_seen_by_others
 from .live_counts import refresh_live_counts
 from .locks import lock_rows
@@ -44,7 +44,6 @@ from .queue import AnnotationForbidden, SubmissionRejected, annotator_refusal, r
 ANSWERS_PER_PAGE = 50
 NOT_ALLOWED = "this study does not let annotators revise their answers"
 NOT_FOR_PREFERENCES = "answers in a preference study cannot be revised: the next pairs were chosen from them"
-PREVIEW_CHARACTERS = 160
 # What an answer is made of: compared to tell a revision from a resubmission of the same answer.
 ANSWER_FIELDS = ("choice_id", "label", "spans", "selections", "rubric", "rationale", "unsure")
 
@@ -120,11 +119,10 @@ def my_answers(study: Study, annotator, page_number=1) -> tuple[list[dict], Page
     page = Paginator(judgments, ANSWERS_PER_PAGE).get_page(page_number)
     rows = []
     for judgment in page:
-        preview = query_display_text(judgment.item.query, study.context_left, study.context_right)
         rows.append(
             {
                 "item": judgment.item_id,
-                "preview": preview if len(preview) <= PREVIEW_CHARACTERS else preview[: PREVIEW_CHARACTERS - 1] + "…",
+                "preview": preview(query_display_text(judgment.item.query, study.context_left, study.context_right)),
                 "answer": answer_words(study, schema, shown_answer(study, judgment, judgment.candidate_count)),
                 "answered_at": judgment.submitted_at,
                 "revision": judgment.revision,

@@ -214,7 +214,7 @@ def insert_text_books(collection: Collection, books: list[TextBook], progress: P
     for ordinal, book in enumerate(books):
         check_sentences(book)
         insert_text_book(collection, book, ordinal=ordinal, passage_offset=offset)
-        offset += len(book_windows(len(book.sentences)))
+        offset += sum(window_counts(len(book.sentences)).values())
         progress((ordinal + 1) / len(books), f"book {ordinal + 1}/{len(books)} stored")
     refresh_import_statistics()
 

@@ -9,7 +9,7 @@ import json
 
 import pytest
 
-from annotation.services import create_relevance_study
+from annotation.services import create_relevance_study, void_judgment
 from retrieval.models import Hit, PoolEntry, Query, RunQuery
 from retrieval.selectors import relevant_rank_lines, trec_run_lines
 from retrieval.services.runs import create_run, execute_run, get_or_create_retriever
@@ -203,6 +203,13 @@ def test_a_collection_querys_detail_lists_qrels_study_items_and_runs(world):
             "best_rank": world.result("q0").gold_rank,
         }
     ]
+    # The items' stored live counts (annotation.services.live_counts), which a void keeps current.
+    voided = world.study.items.filter(query=q0).order_by("position").first()
+    void_judgment(voided.judgments.first(), by=world.staff, reason="duplicate account")
+    detail = api_client(world.staff).get(f"/api/collections/{world.collection.pk}/data/queries/{q0.pk}/").json()
+    assert {entry["item"]: entry["judgments"] for entry in detail["items"]} == {
+        item.pk: 1 if item.pk == voided.pk else 2 for item in world.study.items.filter(query=q0)
+    }
     other = make_label_collection(n_queries=1)
     foreign = Query.objects.get(collection=other)
     response = api_client(world.staff).get(f"/api/collections/{world.collection.pk}/data/queries/{foreign.pk}/")
