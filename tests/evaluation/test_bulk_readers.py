@@ -1,11 +1,13 @@
 """The readers behind the staff exports that read a whole study or collection (the aggregate and
-soft-label routes) read columns, not row objects: judgments as the database driver returns
-them, crowd-kit's frame a column at a time. Each is held here to what reading the same rows one
-object at a time gives, on factory-built studies with the cases that change what counts: voided judgments, an annotator
+soft-label routes, the collection bundle) read columns, not row objects: judgments as the
+database driver returns them, crowd-kit's frame a column at a time, queries and qrels as
+values. Each is held here to what reading the same rows one object at a time gives, on
+factory-built studies with the cases that change what counts: voided judgments, an annotator
 excluded by a block, a judgment without an answer, submissions at the same instant and out of id
 order, multi-select items whose one judgment rates every paragraph."""
 
 import json
+import zipfile
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -16,16 +18,21 @@ from annotation.models import Judgment
 from annotation.selectors import counted_judgments
 from annotation.services.quality import block_annotator
 from evaluation import api
+from evaluation.bundles import bundle_archive
 from evaluation.label_aggregation import soft_label_rows
 from evaluation.label_models import columns_frame, ratings_frame
 from evaluation.ratings import study_ratings
+from retrieval.qrels_sources import load_qrels
+from retrieval.scoring import query_text
 from tests.factories import (
     add_judgment,
     add_label_judgment,
+    add_qrels,
     api_client,
     make_annotator,
     make_label_study,
     make_proxy_study,
+    make_relic_collection,
     make_speech_quotability_study,
     make_user,
 )
@@ -166,3 +173,27 @@ def test_a_multi_select_items_soft_label_row_counts_each_judgment_once():
         add_label_judgment(item, make_annotator(name), selections=positions)
     (row,) = soft_label_rows(pilot, "majority")
     assert row["item"] == item.pk and row["judgments"] == 3
+
+
+def test_the_bundles_query_texts_and_qrels_are_the_queries_own_read_as_values(tmp_path):
+    collection = make_relic_collection(4)
+    queries = list(collection.queries.order_by("ordinal", "pk"))
+    passages = list(collection.passages.order_by("ordinal", "pk"))
+    add_qrels(queries[0], {passages[7]: 0, passages[3]: 1})  # read back in passage order
+    with zipfile.ZipFile(bundle_archive(collection, load_qrels(collection))) as archive:
+        files = {name.split("/", 1)[1]: archive.read(name).decode() for name in archive.namelist()}
+    texts = {
+        query.external_id: query_text(query, len(query.left_context), len(query.right_context), None)
+        for query in queries
+    }
+    assert all(query.has_context for query in queries)
+    beir = [json.loads(line) for line in files["queries.jsonl"].splitlines()]
+    assert [(record["_id"], record["text"]) for record in beir] == list(texts.items())
+    assert files["trec/queries.tsv"].splitlines() == [f"{query}\t{text}" for query, text in texts.items()]
+    expected = [
+        f"{qrel.query.external_id} 0 {qrel.passage.external_id} {qrel.relevance}"
+        for query in queries
+        for qrel in query.qrels.select_related("query", "passage").order_by("passage__ordinal")
+    ]
+    assert files["trec/qrels"].splitlines() == expected
+    assert list(load_qrels(collection).trec_lines()) == expected
