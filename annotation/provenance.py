@@ -185,11 +185,15 @@ def rework_counts(study: Study) -> dict[int, int]:
 
 
 def counted_answers(study: Study) -> dict[int, list[Hashable]]:
-    """item id -> the answer keys of its counted judgments, read as one column."""
+    """item id -> the answer keys of its counted judgments, read as one column (a chosen
+    position is its own key: only JSON answers go through as_key, a call per judgment)."""
     answers: dict[int, list[Hashable]] = defaultdict(list)
     rows = counted_judgments(study).order_by().values_list("item_id", answer_column(study))
     for item_id, value in rows.iterator(10_000):
-        answers[item_id].append(as_key(value))
+        answers[item_id].append(value)
+    if study.kind != Study.Kind.PROXY:
+        for values in answers.values():
+            values[:] = map(as_key, values)
     return answers
 
 

@@ -36,9 +36,11 @@ from evaluation.label_report import label_data
 from retrieval.errors import InputError
 from retrieval.models import Collection, Passage, PoolEntry, Query, Run
 from retrieval.qrels_sources import Qrels
-from retrieval.scoring import query_text
+from retrieval.scoring import context_text
 
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
+# One encoder for every line (json.dumps builds one per call): json.dumps(record, ensure_ascii=False).
+encode_json = json.JSONEncoder(ensure_ascii=False).encode
 Writer = Callable[[TextIO], None]
 
 
@@ -68,7 +70,7 @@ def write_folder(directory: str | Path, writers: dict[str, Writer], field: str =
 def jsonl_writer(records: Callable[[], Iterable[dict]]) -> Writer:
     def write(file: TextIO) -> None:
         for record in records():
-            file.write(json.dumps(record, ensure_ascii=False) + "\n")
+            file.write(encode_json(record) + "\n")
 
     return write
 
@@ -90,11 +92,13 @@ def corpus_records(collection: Collection) -> Iterator[dict]:
 def query_records(collection: Collection, context: tuple[int, int] | None, metadata: bool = False) -> Iterator[dict]:
     """The queries as retrieval reads them: with `context` (left, right) sentences of a RELiC
     query's context (None: all of it); with `metadata`, each query's own metadata fields."""
-    for query in Query.objects.filter(collection=collection).order_by("ordinal", "pk").iterator(chunk_size=5000):
-        left, right = context or (len(query.left_context), len(query.right_context))
-        record = {"_id": query.external_id, "text": query_text(query, left, right, None)}
-        if metadata and query.metadata:
-            record["metadata"] = query.metadata
+    queries = Query.objects.filter(collection=collection).order_by("ordinal", "pk")
+    columns = ("external_id", "text", "left_context", "right_context", *(["metadata"] if metadata else []))
+    for external_id, text, left_context, right_context, *fields in queries.values_list(*columns).iterator(5000):
+        left, right = context or (len(left_context), len(right_context))
+        record = {"_id": external_id, "text": context_text(text, left_context, right_context, left, right, None)}
+        if fields and fields[0]:
+            record["metadata"] = fields[0]
         yield record
 
 
@@ -219,7 +223,7 @@ def write_bundle(collection: Collection, qrels: Qrels, directory: str | Path) ->
     study = qrels.origin if isinstance(qrels.origin, Study) else None
     context = (study.context_left, study.context_right) if study is not None else None
     splits = dict(Query.objects.filter(collection=collection).values_list("external_id", "split"))
-    external = [(query.external_id, passage, relevance) for query, passage, relevance in qrels.triples()]
+    external = list(qrels.triples())
     writers = beir_writers(
         collection, external, context, qrels_file=lambda split: f"qrels/{split}.tsv", split_of=splits, metadata=True
     )

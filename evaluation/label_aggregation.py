@@ -20,8 +20,11 @@ give the same labels on every call.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
+
+import numpy as np
 
 from annotation.models import Item, Study
 from annotation.provenance import (
@@ -35,7 +38,7 @@ from annotation.provenance import (
     rework_counts,
 )
 from evaluation.aggregates import LABEL_METHODS
-from evaluation.label_models import Aggregation, aggregate
+from evaluation.label_models import Aggregation, aggregate_frame, columns_frame
 from evaluation.ratings import StudyRatings, study_ratings
 from evaluation.selectors import item_texts
 from retrieval.errors import InputError
@@ -51,7 +54,8 @@ def require_method(method: str) -> str:
 
 
 def fit(ratings: StudyRatings, method: str, seed: int) -> Aggregation:
-    return aggregate(ratings.triples(), require_method(method), seed=seed, values=ratings.values)
+    require_method(method)
+    return aggregate_frame(columns_frame(*ratings.columns()), method, seed=seed, values=ratings.values)
 
 
 class ItemView:
@@ -61,8 +65,9 @@ class ItemView:
     def __init__(self, ratings: StudyRatings, aggregation: Aggregation):
         self.ratings, self.aggregation = ratings, aggregation
         self.units_of_item: dict[int, list] = {}
+        labelled = aggregation.labels
         for unit in ratings.units:
-            if unit.key in aggregation.labels:
+            if unit.key in labelled:
                 self.units_of_item.setdefault(unit.item, []).append(unit)
 
     def label(self, item: int):
@@ -81,10 +86,9 @@ class ItemView:
         return list(self.units_of_item)
 
 
-def changed_items(ratings: StudyRatings, model: Aggregation, majority: Aggregation) -> list[int]:
-    """Items (in study order) whose label under `model` differs from the majority vote's."""
-    mine, theirs = ItemView(ratings, model), ItemView(ratings, majority)
-    return [item for item in mine.items() if mine.label(item) != theirs.label(item)]
+def changed_items(view: ItemView, majority_view: ItemView) -> list[int]:
+    """Items (in study order) whose label in `view` differs from the majority vote's."""
+    return [item for item in view.items() if view.label(item) != majority_view.label(item)]
 
 
 def _as_label(key):
@@ -151,7 +155,7 @@ def study_aggregation(study: Study, method: str, seed: int | None = None) -> dic
     fitted = _fitted(study, method, seed)
     ratings, model, majority, seed = fitted.ratings, fitted.model, fitted.majority, fitted.seed
     view = ItemView(ratings, model)
-    changed = changed_items(ratings, model, majority)
+    changed = changed_items(view, view if majority is model else ItemView(ratings, majority))
     values = ratings.values
     decided = provenance(study, view)
     return {
@@ -162,7 +166,7 @@ def study_aggregation(study: Study, method: str, seed: int | None = None) -> dic
         "unit": {"proxy": "item", "labels": "item", "multi_select": "paragraph"}[ratings.kind],
         "values": values,
         "items": len(view.items()),
-        "judgments": len({int(pk) for pk in ratings.judgment}),
+        "judgments": len(np.unique(ratings.judgment)),
         "annotators": len(ratings.annotators),
         "labels": {item: view.label(item) for item in view.items()},
         "competence": model.competence,
@@ -187,6 +191,14 @@ def study_aggregation(study: Study, method: str, seed: int | None = None) -> dic
     }
 
 
+def judgments_per_item(ratings: StudyRatings) -> Counter:
+    """item id -> how many of its judgments are among the ratings (a multi-select judgment
+    rates each paragraph of its item: it counts once)."""
+    item_of_unit = np.array([unit.item for unit in ratings.units], dtype=np.int64)
+    _, first = np.unique(ratings.judgment, return_index=True)
+    return Counter(item_of_unit[ratings.unit[first]].tolist())
+
+
 def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Iterator[dict]:
     """One JSON-ready row per aggregated item, keeping its whole distribution: `item`, `position`
     (in the study), `query`, `passage` (label kinds) or `candidates` (proxy and multi-select:
@@ -197,9 +209,7 @@ def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Itera
     ratings = fitted.ratings
     view, majority_view = ItemView(ratings, fitted.model), ItemView(ratings, fitted.majority)
     decided = provenance(study, view)
-    judged: dict[int, set] = {}
-    for unit, judgment in zip(ratings.unit.tolist(), ratings.judgment.tolist(), strict=True):
-        judged.setdefault(ratings.units[unit].item, set()).add(judgment)
+    judged = judgments_per_item(ratings)
     texts = item_texts(study)
     for item in view.items():
         position, query, passages = texts[item]
@@ -213,7 +223,7 @@ def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Itera
             "label": view.label(item),
             "majority": majority_view.label(item),
             "posterior": {str(key): value for key, value in view.posterior(item).items()},
-            "judgments": len(judged[item]),
+            "judgments": judged[item],
             "adjudicated": decided.adjudicated.get(item),
             "label_source": decided.sources[item],
         }
@@ -229,7 +239,7 @@ def report_section(ratings: StudyRatings, fits: dict[str, Aggregation], seed: in
     methods = {}
     for method, model in fits.items():
         view = ItemView(ratings, model)
-        changed = [] if method == "majority" else changed_items(ratings, model, fits["majority"])
+        changed = [] if method == "majority" else changed_items(view, majority_view)
         entry = {
             "competence": model.competence,
             "items": len(view.items()),

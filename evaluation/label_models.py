@@ -65,7 +65,17 @@ class Aggregation:
 def ratings_frame(triples: Iterable[tuple[str, Hashable, object]]) -> pd.DataFrame:
     """crowd-kit's input: one row per judgment with `task`, `worker`, `label`, sorted by task then
     worker (tasks and labels must sort among themselves)."""
-    frame = pd.DataFrame(list(triples), columns=["worker", "task", "label"])[["task", "worker", "label"]]
+    return _sorted_frame(pd.DataFrame(list(triples), columns=["worker", "task", "label"])[["task", "worker", "label"]])
+
+
+def columns_frame(workers: list[str], tasks: list[Hashable], labels: list) -> pd.DataFrame:
+    """ratings_frame of the triples given as their three columns, without a tuple per judgment."""
+    return _sorted_frame(
+        pd.DataFrame({"task": tasks, "worker": workers, "label": labels}, dtype=None if tasks else object)
+    )
+
+
+def _sorted_frame(frame: pd.DataFrame) -> pd.DataFrame:
     duplicated = frame.duplicated(["task", "worker"])
     if duplicated.any():
         row = frame[duplicated].iloc[0]
@@ -78,9 +88,13 @@ def aggregate(
 ) -> Aggregation:
     """Every task's label, posterior over `values` (default: the labels given) and every
     annotator's competence under `method`."""
-    if method not in LABEL_METHODS:
-        raise InputError(f"unknown method {method!r}: use one of {', '.join(LABEL_METHODS)}", field="method")
-    frame = ratings_frame(triples)
+    _require(method)
+    return aggregate_frame(ratings_frame(triples), method, seed=seed, values=values)
+
+
+def aggregate_frame(frame: pd.DataFrame, method: str, *, seed: int = 0, values: Iterable | None = None) -> Aggregation:
+    """aggregate on a ratings_frame (or columns_frame)."""
+    _require(method)
     values = sorted(set(frame["label"]) | set(values or ()))
     if frame["label"].nunique() < 2:
         return _unanimous(frame, method, values)
@@ -91,14 +105,19 @@ def aggregate(
         return FITTERS[method](frame, values, seed)
 
 
+def _require(method: str) -> None:
+    if method not in LABEL_METHODS:
+        raise InputError(f"unknown method {method!r}: use one of {', '.join(LABEL_METHODS)}", field="method")
+
+
 def _posteriors(probas: pd.DataFrame, values: list) -> dict[Hashable, dict]:
     """task -> {value: probability} over every value (0 for a label nobody gave)."""
-    table = probas.reindex(columns=values, fill_value=0.0)
-    return {task: dict(zip(values, map(float, row), strict=True)) for task, row in zip(table.index, table.to_numpy())}
+    table = probas.reindex(columns=values, fill_value=0.0).astype(float)
+    return {task: dict(zip(values, row, strict=True)) for task, row in zip(table.index, table.to_numpy().tolist())}
 
 
 def _labels(series: pd.Series) -> dict[Hashable, object]:
-    return {task: _plain(label) for task, label in series.items()}
+    return dict(zip(series.index, map(_plain, series.tolist()), strict=True))
 
 
 def _plain(value):

@@ -63,20 +63,21 @@ class Qrels:
         }
         return Qrels(self.collection, self.source, label, judgments, details=self.details, origin=self.origin)
 
-    def triples(self) -> Iterator[tuple[Query, str, int]]:
-        """(query, passage external id, relevance) in the collection's query and passage order."""
-        queries = self.collection.queries.order_by("ordinal", "pk")
+    def triples(self) -> Iterator[tuple[str, str, int]]:
+        """(query external id, passage external id, relevance) in the collection's query and
+        passage order."""
+        queries = self.collection.queries.order_by("ordinal", "pk").values_list("pk", "external_id")
         passage_ids = {pk for passages in self.judgments.values() for pk in passages}
         passages = external_ids(Passage.objects.filter(collection=self.collection), passage_ids)
-        for query in queries.iterator(chunk_size=5000):
-            judged = self.judgments.get(query.pk, {})
+        for query_id, query in queries.iterator(chunk_size=5000):
+            judged = self.judgments.get(query_id, {})
             for passage_id in sorted(judged, key=lambda pk: passages[pk][1]):
                 yield query, passages[passage_id][0], judged[passage_id]
 
     def trec_lines(self) -> Iterator[str]:
         """`qid 0 docid relevance` lines in the collection's query and passage order."""
         for query, passage, relevance in self.triples():
-            yield f"{query.external_id} 0 {passage} {relevance}"
+            yield f"{query} 0 {passage} {relevance}"
 
 
 CHUNK = 500  # ids per IN list (SQLite refuses very long ones)

@@ -37,9 +37,16 @@ class Scorer(Protocol):
 def query_text(query: Query, context_left: int, context_right: int, mask_token: str | None) -> str:
     """RELiC queries: the last L sentences of left context, the mask (if the retriever uses one),
     the first R of right context. Plain-text queries are used as they are."""
-    if not query.has_context:
-        return query.text
-    left = list(query.left_context)[-context_left:] if context_left else []
-    right = list(query.right_context)[:context_right] if context_right else []
+    return context_text(query.text, query.left_context, query.right_context, context_left, context_right, mask_token)
+
+
+def context_text(
+    text: str, left_context: list, right_context: list, context_left: int, context_right: int, mask_token: str | None
+) -> str:
+    """query_text of a query's columns, for readers of many queries that build no Query objects."""
+    if not (left_context or right_context):
+        return text
+    left = list(left_context)[-context_left:] if context_left else []
+    right = list(right_context)[:context_right] if context_right else []
     parts = [*left, mask_token, *right] if mask_token else [*left, *right]
     return " ".join(part.strip() for part in parts if part and part.strip())
