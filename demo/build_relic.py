@@ -2,7 +2,7 @@
 
     .venv/bin/python -m demo.build_relic        (from the project root; rewrites salt_ledger_relic.json)
 
-The book is segmented with the project's own `retrieval.text.split_sentences`, the same function
+The book is segmented with the project's own `retrieval.segmentation.split_sentences`, the same function
 the importers use, so every quote's start index and length point at exactly the sentences quoted.
 A quote that is not a run of whole sentences of the book is an error, not a silent skip.
 """
@@ -18,7 +18,8 @@ import yaml
 DEMO_DIR = Path(__file__).resolve().parent
 sys.path.insert(0, str(DEMO_DIR.parent))
 
-from retrieval.text import MAX_WINDOW, split_sentences, strip_gutenberg  # noqa: E402
+from retrieval.segmentation import split_sentences  # noqa: E402
+from retrieval.text import MAX_WINDOW, strip_gutenberg  # noqa: E402
 
 BOOK_ID = "the_salt_ledger"
 BOOK_PATH = DEMO_DIR / "the_salt_ledger.txt"

@@ -11,6 +11,7 @@ from jobs.models import Job
 from jobs.services import execute
 
 from .models import Collection, Run
+from .services import import_jobs
 from .services.external_runs import imported_run_summary
 from .services.import_status import IMPORT_PART_TASK
 from .services.runs import complete_sharded_run, execute_shard
@@ -38,8 +39,6 @@ def run_dense(job_id: int, run_id: int, query_ids: list[int]) -> dict:
 def import_part(job_id: int, number: int) -> dict:
     """One part (a book, or a chunk of a long book) of an import spread over workers; the part
     that finishes last completes the import."""
-    from .services import import_jobs  # spaCy loads only where books are imported
-
     result = execute(job_id, lambda progress: import_jobs.import_part(job_id, number, progress))
     import_jobs.complete_import(Job.objects.get(pk=job_id).parent_id)
     return result

@@ -26,7 +26,7 @@ from demo.accounts import demo_accounts
 from demo.seed import DEMO_COLLECTION, DEMO_STUDY, DEMO_STUDY_ITEMS
 from jobs.management.commands.run_platform import Supervisor, free_port, stop_process, worker_commands
 from retrieval.models import Collection, Run
-from retrieval.text import split_sentences
+from retrieval.segmentation import split_sentences
 from tests.conftest import PROJECT_ROOT
 from tests.factories import celery_client
 

@@ -34,7 +34,7 @@ from jobs.services import create_job, dispatch_children, finish_job, mark_failed
 from retrieval.errors import InputError
 from retrieval.files import write_atomically
 from retrieval.models import Collection, Document
-from retrieval.text import paragraphs, split_sentences
+from retrieval.text import paragraphs
 
 from .import_status import IMPORT_KIND, IMPORT_PART_TASK, empty_collection, work_folder
 from .importers import (
@@ -143,6 +143,11 @@ def import_part(job_id: int, number: int, progress: Progress) -> dict:
     folder = work_folder(parent.pk)
     part = _read_json(folder / f"part-{number}.json")
     if "paragraphs" in part:
+        # Imported here, where a plain-text chunk is segmented: spaCy costs seconds of CPU to import
+        # (thinc imports torch), which a worker storing RELiC books (segmented already) or queueing
+        # an import would otherwise pay for nothing.
+        from retrieval.segmentation import split_sentences
+
         sentences = split_sentences("\n\n".join(part["paragraphs"]))
         _write_json(folder / f"part-{number}.sentences.json", sentences)
         progress(1.0, f"{len(sentences)} sentences")

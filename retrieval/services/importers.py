@@ -39,11 +39,11 @@ from ..input_rules import (
 )
 from ..models import Collection, Document, Passage, PoolEntry, Qrel, Query, Sentence
 from ..planner import refresh_statistics
-from ..text import MAX_WINDOW, split_sentences, strip_gutenberg, window_counts
+from ..text import MAX_WINDOW, strip_gutenberg, window_counts
+from .qrels_import import QRELS_HEADER
 from .runs import warm_term_counts
 
 BATCH_SIZE = 2000
-QRELS_HEADER = ["query-id", "corpus-id", "score"]
 CANDIDATE_KEYS = {f"{n}_sentence": n for n in range(1, MAX_WINDOW + 1)}
 
 
@@ -225,6 +225,11 @@ def import_books(
     """Plain-text books as one collection, in this process: each book's sentences and every
     window of 1..5 consecutive sentences as passages (length-major, then start; ordinals run on
     from book to book). The same rows as the import spread over workers (import_jobs)."""
+    # Imported here, the one importer that segments: spaCy costs seconds of CPU to import (thinc
+    # imports torch), which every process importing this module (import_relic, qrels, uploads,
+    # the workers' task modules) would otherwise pay without segmenting anything.
+    from ..segmentation import split_sentences
+
     name = check_new_collection(collection_name)
     check_distinct_books(books)
     for number, book in enumerate(books):

@@ -18,7 +18,9 @@ from jobs.progress import Progress, no_progress
 from ..errors import InputError
 from ..input_rules import column_range, parse_integer, read_lines
 from ..models import Collection, Qrel
-from .importers import QRELS_HEADER
+
+# The header line of BEIR's qrels files (import_beir requires it; a TREC qrels file may start with it).
+QRELS_HEADER = ["query-id", "corpus-id", "score"]
 
 
 def read_qrels_file(collection: Collection, path: str | Path) -> dict[tuple[int, int], tuple[int, int]]:

@@ -5,8 +5,9 @@ from django.core.management import CommandError, call_command
 
 from jobs.errors import JobCancelled
 from retrieval.models import Collection, Passage, Sentence
+from retrieval.segmentation import split_sentences
 from retrieval.services.importers import import_book
-from retrieval.text import split_sentences, strip_gutenberg
+from retrieval.text import strip_gutenberg
 from tests.factories import call_json_command, make_collection, retrieval_row_counts
 
 SMALL_BOOK = """\ufeffThe Project Gutenberg EBook of The Lamp, by A. Writer

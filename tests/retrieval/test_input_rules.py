@@ -11,7 +11,7 @@ from django.core.management import CommandError, call_command
 from retrieval.errors import InputError
 from retrieval.input_rules import MAX_JSON_DEPTH, load_json
 from retrieval.models import Sentence
-from retrieval.text import split_sentences
+from retrieval.segmentation import split_sentences
 from tests.factories import api_client, make_user, relic_book, retrieval_row_counts, write_beir_folder, write_relic_file
 
 DEEP = "[" * 100_000 + "]" * 100_000

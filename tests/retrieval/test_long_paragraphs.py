@@ -8,9 +8,9 @@ import re
 
 import pytest
 
-from retrieval import text
+from retrieval import segmentation, text
 from retrieval.models import Sentence
-from retrieval.text import sentence_pipeline, split_sentences
+from retrieval.segmentation import sentence_pipeline, split_sentences
 from tests.factories import call_json_command
 
 pytestmark = pytest.mark.django_db
@@ -29,7 +29,7 @@ def test_a_long_paragraph_cut_in_pieces_gives_the_sentences_of_the_whole(shared_
     ]
     whole = split_sentences(passage)
     monkeypatch.setattr(sentence_pipeline(), "max_length", 5_000)
-    monkeypatch.setattr(text, "PIECE_CHARS", 3_000)
+    monkeypatch.setattr(segmentation, "PIECE_CHARS", 3_000)
 
     assert split_sentences(passage) == whole and len(whole) > 300
 

@@ -2,7 +2,8 @@
 
 import pytest
 
-from retrieval.text import paragraphs, sentence_pipeline, split_sentences, strip_gutenberg, window_counts
+from retrieval.segmentation import sentence_pipeline, split_sentences
+from retrieval.text import paragraphs, strip_gutenberg, window_counts
 
 GUTENBERG_BOOK = """\ufeffThe Project Gutenberg EBook of A Small Tale, by Nobody
 
