@@ -103,7 +103,7 @@ def gold_judgments(study: Study) -> QuerySet[Judgment]:
 
 
 def _live_judgments(study: Study, role: str) -> QuerySet[Judgment]:
-    return Judgment.objects.filter(item__study=study, item__role=role, voided=False)
+    return Judgment.objects.filter(study=study, item_role=role, voided=False)  # the item's, copied
 
 
 class Median(NamedTuple):
@@ -297,8 +297,9 @@ def finished_payload(study: Study, annotator) -> dict:
 def study_overview(study: Study) -> dict:
     """Staff-facing counts: items, judgments counted and voided (and those marked unsure), flags
     annotators raised on items, claims in progress."""
-    # One pass over the study's judgments for the three counts (at 100K items, 300K rows each).
-    counts = Judgment.objects.filter(item__study=study).aggregate(
+    # One pass over the study's judgments for the three counts (at 100K items, 300K rows each), in
+    # an index that holds every column they read (Judgment.Meta.indexes).
+    counts = Judgment.objects.filter(study=study).aggregate(
         counted=Count("pk", filter=Q(voided=False)),
         voided_count=Count("pk", filter=Q(voided=True)),
         unsure_count=Count("pk", filter=Q(voided=False, unsure=True)),

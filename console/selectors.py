@@ -289,7 +289,7 @@ def annotator_rows(study: Study) -> list[dict]:
     formal = Item.objects.filter(study=study).exclude(role=Item.Role.QUALIFICATION)
     open_items = formal.filter(live_judgments__lt=study.judgments_per_item)  # stored: live_counts.py
     open_count = open_items.count()
-    judgments = Judgment.objects.filter(item__study=study)
+    judgments = Judgment.objects.filter(study=study)  # the item's study, copied: no join
     judged_open = (  # a finished study has no open item: spare the pass over its judgments
         _per_annotator(judgments.filter(item__in=open_items.values("pk")), Count("item", distinct=True))
         if open_count
@@ -297,8 +297,8 @@ def annotator_rows(study: Study) -> list[dict]:
     )
     # Judgments done (counted), worked (voided too: they count against an item limit), timed (live,
     # with the client's seconds: what the median is taken over) and the last one submitted, in one
-    # pass over the study's judgments.
-    formal_judgment = ~Q(item__role=Item.Role.QUALIFICATION)
+    # pass over an index of the study's judgments that holds every column read (Judgment.Meta).
+    formal_judgment = ~Q(item_role=Item.Role.QUALIFICATION)
     per_annotator = (
         judgments.order_by()
         .values_list("annotator")
