@@ -500,14 +500,14 @@ def _judgment_correct(values: dict) -> bool | None:
     return matches_expected(values["item__expected_label"], label=values["label"], selections=values["selections"])
 
 
-def item_flags(study: Study) -> list[dict]:
-    """Staff only: every flag annotators raised on the study's items, in item order, with who
-    raised it, why and when."""
+def item_flags(study: Study, limit: int | None = None) -> list[dict]:
+    """Staff only: every flag annotators raised on the study's items (the first `limit` of them),
+    in item order, with who raised it, why and when."""
     flags = (
         ItemFlag.objects.filter(item__study=study)
         .select_related("item__query", "annotator")
         .order_by("item__position", "created_at", "pk")
-    )
+    )[:limit]
     return [
         {
             "flag": flag.pk,
