@@ -152,10 +152,6 @@ class Item(models.Model):
     class Meta:
         ordering = ["study_id", "position"]
         constraints = [models.UniqueConstraint(fields=["study", "position"], name="item_unique_position")]
-        # The staff pages count a study's items by role, open ones and disputed ones from this alone.
-        indexes = [
-            models.Index(fields=["study", "role", "live_answers", "live_judgments"], name="item_study_role_counts")
-        ]
 
 
 class ItemCandidate(models.Model):
@@ -368,10 +364,10 @@ class Judgment(models.Model):
         # already has (over live judgments: `NOT voided` is not an equality, which would end the
         # usable part of an index; partial indexes hold the live ones only).
         indexes = [
-            # The study page: per annotator, judgments done and worked and the last one; the
-            # overview's counts.
+            # The study page: per annotator, judgments done and worked and the last one (a seek:
+            # submitted_at follows the annotator); the overview's counts.
             models.Index(
-                fields=["study", "annotator", "voided", "seconds", "item_role", "unsure", "submitted_at"],
+                fields=["study", "annotator", "submitted_at", "voided", "seconds", "item_role", "unsure"],
                 name="judgment_study_annotator",
             ),
             # The study page: each annotator's median of the client's seconds.

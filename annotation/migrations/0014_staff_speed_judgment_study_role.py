@@ -1,7 +1,6 @@
 """Each judgment keeps its item's study and role (annotation.models.Judgment), so the staff pages
 count and take medians from indexes that lead with the study instead of joining every judgment to
-its item; existing judgments are filled here in one UPDATE. Items get an index for the pages'
-counts by role, open and disputed."""
+its item; existing judgments are filled here in one UPDATE."""
 
 import django.db.models.deletion
 import django.db.models.functions.comparison
@@ -63,7 +62,7 @@ class Migration(migrations.Migration):
         migrations.AddIndex(
             model_name="judgment",
             index=models.Index(
-                fields=["study", "annotator", "voided", "seconds", "item_role", "unsure", "submitted_at"],
+                fields=["study", "annotator", "submitted_at", "voided", "seconds", "item_role", "unsure"],
                 name="judgment_study_annotator",
             ),
         ),
@@ -98,12 +97,6 @@ class Migration(migrations.Migration):
                 models.F("annotator"),
                 condition=models.Q(("voided", False)),
                 name="judgment_counted_seconds",
-            ),
-        ),
-        migrations.AddIndex(
-            model_name="item",
-            index=models.Index(
-                fields=["study", "role", "live_answers", "live_judgments"], name="item_study_role_counts"
             ),
         ),
     ]

@@ -61,6 +61,7 @@ from ..provenance import answer_column
 from ..selectors import (
     answer_fields,
     counted_judgments,
+    counted_judgments_by_copies,
     gold_judgments,
     median_seconds,
     median_seconds_by_annotator,
@@ -225,7 +226,7 @@ def speeds(study: Study) -> Speeds:
     judgment's time: the client's, else the server's), each exact and found by the database
     (annotation.selectors.median_seconds), with each annotator's counted judgments: one grouped
     pass counts both, and the timed counts add up to the study's."""
-    counted = counted_judgments(study).order_by()
+    counted = counted_judgments_by_copies(study)
     seconds = TIME_TAKEN  # as indexed (Judgment.Meta): the medians walk the index
     per_annotator = (
         counted.alias(timed_seconds=seconds)
