@@ -8,7 +8,8 @@ The rules (creating studies, the work queue, submitting and voiding) live in
 
 from django.conf import settings
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
+from django.db.models.functions import Coalesce
 
 from retrieval.models import Collection, Passage, Query, Run
 
@@ -290,6 +291,10 @@ class Assignment(models.Model):
 VOID_FIELDS = frozenset({"voided", "void_reason", "voided_by", "voided_at"})
 
 
+# The time a judgment took as the quality page measures it: the client's, else the server's.
+TIME_TAKEN = Coalesce("seconds", "server_seconds")
+
+
 class Judgment(models.Model):
     """What an annotator answered. Written once, then changed only by staff voiding it (kept,
     excluded) or, where the study allows revisions, by its annotator revising it through
@@ -299,6 +304,13 @@ class Judgment(models.Model):
 
     `seconds` is what the client reported (clamped), `server_seconds` the time the server saw
     between the claim and the submission; the two disagree when a tab sat open or a client lies.
+
+    `study` and `item_role` copy the item's study and role when the judgment is written
+    (`copy_item_fields`: `save` calls it, bulk writers call it themselves) and never change: an
+    item never leaves its study, and only items nobody has judged or claimed change role
+    (quality.designate_items). With them the staff pages' per-annotator counts and exact median
+    seconds are read from the indexes below alone, without joining 300K judgments to their items
+    and sorting them (1.2-1.6 s per page at 100K items on SQLite).
     """
 
     class Source(models.TextChoices):
@@ -306,6 +318,10 @@ class Judgment(models.Model):
         IMPORT = "import"
 
     item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="judgments")
+    study = models.ForeignKey(  # the item's (see above); the indexes below lead with it
+        Study, on_delete=models.CASCADE, related_name="+", db_index=False, editable=False
+    )
+    item_role = models.CharField(max_length=20, choices=Item.Role.choices, editable=False)  # the item's
     annotator = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="judgments")
     assignment = models.OneToOneField(
         Assignment, null=True, blank=True, on_delete=models.SET_NULL, related_name="judgment"
@@ -343,10 +359,50 @@ class Judgment(models.Model):
     class Meta:
         ordering = ["item_id", "submitted_at"]
         constraints = [models.UniqueConstraint(fields=["item", "annotator"], name="judgment_unique_per_annotator")]
+        # The staff pages' per-annotator figures, read from these alone: each lists the columns its
+        # queries read, so SQLite never visits the table, and a median is an ORDER BY the index
+        # already has (over live judgments: `NOT voided` is not an equality, which would end the
+        # usable part of an index; partial indexes hold the live ones only).
+        indexes = [
+            # The study page: per annotator, judgments done and worked and the last one (a seek:
+            # submitted_at follows the annotator); the overview's counts.
+            models.Index(
+                fields=["study", "annotator", "submitted_at", "voided", "seconds", "item_role", "unsure"],
+                name="judgment_study_annotator",
+            ),
+            # The study page: each annotator's median of the client's seconds.
+            models.Index(
+                fields=["study", "annotator", "seconds"], condition=Q(voided=False), name="judgment_live_seconds"
+            ),
+            # The quality page: each annotator's counted judgments and median time (the client's,
+            # else the server's: TIME_TAKEN) ...
+            models.Index(
+                F("study"),
+                F("item_role"),
+                F("annotator"),
+                TIME_TAKEN,
+                F("seconds"),
+                F("server_seconds"),
+                F("voided"),
+                condition=Q(voided=False),
+                name="judgment_counted_by_annotator",
+            ),
+            # ... and the study's median time over all of them.
+            models.Index(
+                F("study"),
+                F("item_role"),
+                TIME_TAKEN,
+                F("annotator"),
+                condition=Q(voided=False),
+                name="judgment_counted_seconds",
+            ),
+        ]
 
     def save(self, *args, **kwargs):
         """Refuse to rewrite an answer: after the first save only the void fields may change (a
         revision writes through revisions.revise_judgment, which records the earlier answer)."""
+        if self._state.adding:
+            self.copy_item_fields()
         update_fields = kwargs.get("update_fields")
         if (
             self.pk is not None
@@ -355,6 +411,10 @@ class Judgment(models.Model):
         ):
             raise ValueError("a submitted judgment is immutable; only voiding may change it")
         super().save(*args, **kwargs)
+
+    def copy_item_fields(self) -> None:
+        """Copy the item's study and role onto the judgment (before it is first written)."""
+        self.study_id, self.item_role = self.item.study_id, self.item.role
 
 
 class JudgmentRevision(models.Model):

@@ -288,16 +288,17 @@ def annotator_rows(study: Study) -> list[dict]:
     formal = Item.objects.filter(study=study).exclude(role=Item.Role.QUALIFICATION)
     open_items = formal.filter(live_judgments__lt=study.judgments_per_item)  # stored: live_counts.py
     open_count = open_items.count()
-    judgments = Judgment.objects.filter(item__study=study)
+    judgments = Judgment.objects.filter(study=study)  # the item's study, copied: no join
     judged_open = (  # a finished study has no open item: spare the pass over its judgments
         _per_annotator(judgments.filter(item__in=open_items.values("pk")), Count("item", distinct=True))
         if open_count
         else {}
     )
-    # Judgments done (counted), worked (voided too: they count against an item limit), timed (live,
-    # with the client's seconds: what the median is taken over) and the last one submitted, in one
-    # pass over the study's judgments.
-    formal_judgment = ~Q(item__role=Item.Role.QUALIFICATION)
+    # Judgments done (counted), worked (voided too: they count against an item limit) and timed
+    # (live, with the client's seconds: what the median is taken over), in one pass over an index of
+    # the study's judgments that holds every column read (Judgment.Meta); then each one's last
+    # judgment, a seek in that index (a MAX in the pass compared 300K timestamps: a third of it).
+    formal_judgment = ~Q(item_role=Item.Role.QUALIFICATION)
     per_annotator = (
         judgments.order_by()
         .values_list("annotator")
@@ -305,14 +306,16 @@ def annotator_rows(study: Study) -> list[dict]:
             done=Count("pk", filter=Q(voided=False) & formal_judgment),
             worked=Count("pk", filter=formal_judgment),
             timed=Count("pk", filter=Q(voided=False, seconds__isnull=False)),
-            last=Max("submitted_at"),
         )
-        .values_list("annotator", "done", "worked", "timed", "last")
+        .values_list("annotator", "done", "worked", "timed")
     )
-    done, worked, timed, last_judged = {}, {}, {}, {}
-    for annotator, done_count, worked_count, timed_count, last in per_annotator:
-        done[annotator], worked[annotator], last_judged[annotator] = done_count, worked_count, last
-        timed[annotator] = timed_count
+    done, worked, timed = {}, {}, {}
+    for annotator, done_count, worked_count, timed_count in per_annotator:
+        done[annotator], worked[annotator], timed[annotator] = done_count, worked_count, timed_count
+    last_judged = {
+        annotator: judgments.filter(annotator_id=annotator).aggregate(last=Max("submitted_at"))["last"]
+        for annotator in done
+    }
     quotas = dict(study.grants.filter(item_quota__isnull=False).values_list("annotator", "item_quota"))
     last_claimed = _per_annotator(Assignment.objects.filter(item__study=study), Max("claimed_at"))
     flags = _per_annotator(AnnotatorFlag.objects.filter(study=study, resolved_at__isnull=True), Count("pk"))

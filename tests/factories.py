@@ -117,6 +117,14 @@ def make_proxy_study(
     return study
 
 
+def set_item_role(item: Item, role: str, **fields) -> None:
+    """Give a judged item another role, with its judgments' copy of it (Judgment.item_role), as
+    if it had been designated before anyone judged it (the platform refuses to change a judged
+    item's role: annotation.services.quality.designate_items)."""
+    Item.objects.filter(pk=item.pk).update(role=role, **fields)
+    Judgment.objects.filter(item=item).update(item_role=role)
+
+
 def add_judgment(item: Item, annotator, position: int) -> Judgment:
     """A submitted (imported) choice of the candidate shown at `position`."""
     choice = item.candidates.get(position=position)
@@ -765,6 +773,8 @@ def make_bulk_proxy_study(
     judgments = [
         Judgment(
             item_id=item.pk,
+            study_id=study.pk,
+            item_role=item.role,
             annotator_id=annotator.pk,
             choice_id=shown[
                 row * candidates + (gold[row] if chose_gold[row, n] else (gold[row] + other[row, n]) % candidates)

@@ -375,17 +375,17 @@ def _place(study: Study, rows: list[_Row], live: list[Assignment], users: dict, 
             if plan.overfull is None or row.line < plan.overfull.line:
                 plan.overfull = row
             continue
-        plan.judgments.append(
-            Judgment(
-                item=row.item,
-                annotator=user,
-                assignment=assignment,
-                **row.answer.judgment_fields(),
-                seconds=row.seconds,
-                shown_order=row.shown_order,
-                source=Judgment.Source.IMPORT,
-            )
+        judgment = Judgment(
+            item=row.item,
+            annotator=user,
+            assignment=assignment,
+            **row.answer.judgment_fields(),
+            seconds=row.seconds,
+            shown_order=row.shown_order,
+            source=Judgment.Source.IMPORT,
         )
+        judgment.copy_item_fields()  # bulk_create does not call save()
+        plan.judgments.append(judgment)
 
 
 def _with_new_users(names: set[str], users: dict) -> dict:

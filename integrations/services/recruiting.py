@@ -25,11 +25,20 @@ NAMED_IN_REFUSAL = 5
 def formal_judgment_counts(study: Study, annotators=None) -> dict[str, int]:
     """Formal judgments each annotator gave in the study (voided ones too: the queue counts the
     work done), by username; only people with at least one, of `annotators` when given."""
-    judgments = Judgment.objects.filter(item__study=study).exclude(item__role=Item.Role.QUALIFICATION)
+    counts = {pk: n for pk, n in _formal_counts_by_id(study, annotators).items() if n}
+    names = dict(get_user_model().objects.filter(pk__in=counts).values_list("pk", "username"))
+    return {names[pk]: n for pk, n in counts.items()}
+
+
+def _formal_counts_by_id(study: Study, annotators=None) -> dict[int, int]:
+    """Annotator id -> formal judgments in the study, for everyone with a judgment there (0 for
+    someone whose only ones are qualification items), of `annotators` when given: one grouped
+    pass over an index of the study's judgments (annotation.models.Judgment), no join."""
+    judgments = Judgment.objects.filter(study=study)  # the item's study, copied onto the judgment
     if annotators is not None:
         judgments = judgments.filter(annotator__in=annotators)
-    rows = judgments.values("annotator__username").annotate(n=Count("pk")).values_list("annotator__username", "n")
-    return dict(rows)
+    formal = Count("pk", filter=~Q(item_role=Item.Role.QUALIFICATION))
+    return dict(judgments.order_by().values_list("annotator").annotate(n=formal).values_list("annotator", "n"))
 
 
 def refuse_below_done(counts: dict[str, int], limit: int, *, confirmed: bool, field: str, people: str) -> None:
@@ -78,18 +87,14 @@ def workers(study: Study) -> list[dict]:
     """Everyone who has judged or holds a claim in the study and is not granted it: the people
     naming annotators can lock out (those granted it keep their access). Each with their id,
     name and formal judgments, most first."""
-    User = get_user_model()
-    granted = StudyGrant.objects.filter(study=study).values("annotator")
+    counts = _formal_counts_by_id(study)  # everyone who judged here, in the pass that counts them
+    claiming = Assignment.objects.filter(item__study=study, state=Assignment.State.ACTIVE).values("annotator")
     people = (
-        User.objects.filter(
-            Q(judgments__item__study=study)
-            | Q(assignments__item__study=study, assignments__state=Assignment.State.ACTIVE)
-        )
-        .exclude(pk__in=granted)
-        .distinct()
+        get_user_model()
+        .objects.filter(Q(pk__in=list(counts)) | Q(pk__in=claiming))
+        .exclude(pk__in=StudyGrant.objects.filter(study=study).values("annotator"))
     )
-    counts = formal_judgment_counts(study, people)
-    rows = [{"id": user.pk, "username": user.username, "judged": counts.get(user.username, 0)} for user in people]
+    rows = [{"id": user.pk, "username": user.username, "judged": counts.get(user.pk, 0)} for user in people]
     return sorted(rows, key=lambda row: (-row["judged"], row["username"]))
 
 

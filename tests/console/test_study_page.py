@@ -10,9 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
-from annotation.models import AnnotatorFlag, Assignment, Item, Judgment, Study, StudyGrant
+from annotation.models import AnnotatorFlag, Assignment, Item, ItemFlag, Judgment, Study, StudyGrant
 from annotation.services import claim_next_item, next_work
 from annotation.services.lifecycle import close_study
+from annotation.templatetags.annotation_flags import FLAGS_SHOWN
 from console.selectors import ITEMS_PER_PAGE
 from tests.factories import (
     add_judgment,
@@ -196,3 +197,24 @@ def test_the_page_asks_the_same_number_of_queries_whatever_the_size_of_the_study
         return len(captured)
 
     assert queries_for(2 * ITEMS_PER_PAGE) == queries_for(6 * ITEMS_PER_PAGE)
+
+
+def test_the_flags_table_lists_the_first_flags_and_links_to_every_flagged_item(staff_client):
+    """A large study may hold thousands of item flags: the page lists the first FLAGS_SHOWN in item
+    order and sends staff to the data manager's flagged items for the rest."""
+    study = make_bulk_proxy_study(FLAGS_SHOWN + 3)
+    reader = make_annotator("reader")
+    items = list(study.items.order_by("position"))
+    for item in reversed(items):  # raised last item first: the table still reads in item order
+        ItemFlag.objects.create(item=item, annotator=reader, reason=f"broken {item.position}")
+    html = staff_client.get(reverse("study_detail", args=[study.pk])).content.decode()
+    table = html[html.index('id="item-flags"') :]
+    listed = re.findall(r"broken (\d+)", table)
+    assert listed == [str(position) for position in range(FLAGS_SHOWN)]
+    data_url = reverse("data_study_items", args=[study.pk]) + "?flagged=yes"
+    assert f"The first {FLAGS_SHOWN} of {FLAGS_SHOWN + 3} flags" in table and f'href="{data_url}"' in table
+
+    few = make_bulk_proxy_study(2)
+    ItemFlag.objects.create(item=few.items.first(), annotator=reader, reason="only one")
+    html = staff_client.get(reverse("study_detail", args=[few.pk])).content.decode()
+    assert "only one" in html and "flags, in item order" not in html

@@ -14,7 +14,15 @@ from evaluation.selectors import report_fingerprint, shown_items
 from evaluation.services import study_report
 from retrieval.errors import InputError
 from tests.evaluation.conftest import COMPLETE_COUNTS
-from tests.factories import add_hits, add_judgment, make_collection, make_proxy_study, make_run, make_user
+from tests.factories import (
+    add_hits,
+    add_judgment,
+    make_collection,
+    make_proxy_study,
+    make_run,
+    make_user,
+    set_item_role,
+)
 
 CONTRACT_KEYS = {
     "items",
@@ -346,7 +354,7 @@ def test_hidden_gold_items_measure_annotators_without_entering_the_statistics(ha
     from annotation.models import Item
 
     gold_item = hand_worked.items[1]
-    Item.objects.filter(pk=gold_item.pk).update(role=Item.Role.GOLD)
+    set_item_role(gold_item, Item.Role.GOLD)
     report = study_report(hand_worked.study)
     assert report["items"] == 5 and report["judgments"] == 14
     # Item 1 (gold at position 1): ann1 and ann2 chose it, ann3 did not.
