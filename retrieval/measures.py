@@ -33,6 +33,8 @@ import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
+from itertools import accumulate
 
 from .errors import InputError
 from .input_rules import is_digits
@@ -147,11 +149,12 @@ class Measure:
             return f"@{self.cutoff}"
         return f"@{self.level:g}" if self.level is not None else ""
 
-    @property
+    # Cached: a report reads every measure's key once per query and summary.
+    @cached_property
     def key(self) -> str:
         return KEY_STEMS[self.measure] + self._params() + self._suffix()
 
-    @property
+    @cached_property
     def name(self) -> str:
         return self.measure + self._params() + self._suffix()
 
@@ -283,11 +286,19 @@ class Ranking:
     exact_ranks: Mapping[int, int] | None = None  # relevant passage -> rank over the candidate set
     _relevant_ranks: dict = field(default_factory=dict, repr=False)
     _relevant: dict = field(default_factory=dict, repr=False)
+    _judged_above: list[int] | None = field(default=None, repr=False)
 
     def relevant(self, level: int) -> int:
         if level not in self._relevant:
             self._relevant[level] = sum(1 for relevance in self.judgments.values() if relevance >= level)
         return self._relevant[level]
+
+    def judged_above(self, n: int) -> int:
+        """How many of the top `n` returned passages are judged: counted in one pass over the
+        returned passages that every Judged@k cutoff of the query then reads."""
+        if self._judged_above is None:
+            self._judged_above = list(accumulate(map(self.judgments.__contains__, self.returned), initial=0))
+        return self._judged_above[n]
 
     def judged_non_relevant(self, level: int) -> int:
         return sum(1 for relevance in self.judgments.values() if 0 <= relevance < level)
@@ -335,6 +346,8 @@ class Ranking:
             return False
         level = measure.relevance_level
         deepest = measure.reach(self.relevant(level))
+        if deepest is not None and deepest <= len(self.returned):
+            return False
         return any(
             rank > len(self.returned) and (deepest is None or rank <= deepest) for rank in self.relevant_ranks(level)
         )
@@ -400,8 +413,8 @@ def _interpolated_precision(query: Ranking, measure: Measure, exact: bool) -> fl
 
 def judged_share(query: Ranking, cutoff: int | None) -> float:
     """Judged@k as ir-measures computes it (see the module docstring)."""
-    top = query.returned if cutoff is None else query.returned[:cutoff]
-    return sum(1 for pk in top if pk in query.judgments) / len(top) if top else 0.0
+    top = len(query.returned) if cutoff is None else min(cutoff, len(query.returned))
+    return query.judged_above(top) / top if top else 0.0
 
 
 def _judged(query: Ranking, measure: Measure, exact: bool) -> float:

@@ -163,9 +163,18 @@ class QueryOutcome:
     candidate_gains: list[float] = field(default_factory=list)  # non-zero f(d) over the candidate set
     quote_length: int | None = None
     query: Query | None = None
+    _values: dict[str, float | None] = field(default_factory=dict, repr=False, compare=False)
 
     def value(self, measure: Measure) -> float | None:
-        """One measure's value; None for mean rank on a query without a relevant passage."""
+        """One measure's value; None for mean rank on a query without a relevant passage. Computed
+        once (by the measure's key, which names it in reports): a report reads each query's values
+        in the overall summary, its quote length's, each `by` group's and per query."""
+        key = measure.key
+        if key not in self._values:
+            self._values[key] = self._value(measure)
+        return self._values[key]
+
+    def _value(self, measure: Measure) -> float | None:
         if measure.measure == "mean_rank":
             if not self.ranking.relevant(1):
                 return None
@@ -321,6 +330,8 @@ COVERAGE_CUTOFFS = (5, 10)
 # --- a stored run ------------------------------------------------------------------------------
 
 LOCATED_FIELDS = ("pk", "document_id", "start", "length")
+# The columns of a query that scoring never reads (a RELiC query's contexts run to kilobytes).
+QUERY_TEXTS = ("text", "left_context", "right_context")
 
 
 def _located(row: tuple) -> Located:
@@ -394,7 +405,9 @@ def run_outcomes(
         query_id: (candidates, ranks)
         for query_id, candidates, ranks in run.query_results.values_list("query_id", "candidates", "relevant_ranks")
     }
-    queries = [query for query in run.collection.queries.order_by("ordinal", "pk") if query.pk in qrels.judgments]
+    # The outcomes name, group and place their queries; a query's texts stay in the database.
+    listed = run.collection.queries.order_by("ordinal", "pk").defer(*QUERY_TEXTS)
+    queries = [query for query in listed if query.pk in qrels.judgments]
     hits = stored_hits(run, hits_depth(measures, cutoffs, exact))
     rodcg_depth = max((measure.cutoff for measure in measures if measure.measure == "N-RODCG"), default=0)
     gains = _rodcg_gains(run, qrels, queries) if rodcg_depth else {}
