@@ -259,7 +259,7 @@ def test_a_studys_first_week(browser, web, platform, slow_judge, wtb_slice):
         judgments = rows(
             platform,
             "SELECT username, item_id FROM annotation_judgment JOIN auth_user ON auth_user.id = annotator_id"
-            " JOIN annotation_item ON annotation_item.id = item_id WHERE study_id = ? AND NOT voided",
+            " JOIN annotation_item ON annotation_item.id = item_id WHERE annotation_item.study_id = ? AND NOT voided",
             study_id,
         )
         participants = sorted({row["username"] for row in judgments} - {"lab1", "lab2", "scholar"})
