@@ -17,6 +17,13 @@ def lock_rows(queryset: QuerySet) -> None:
     order and cannot deadlock; only the queryset's own table is locked (`of=self`: not the rows of
     the tables its filters join), and the statement is read to the end, since Postgres locks only
     the rows a query returns (a LIMIT 1 would lock one). SQLite has no row locks: its IMMEDIATE
-    transactions (settings) already serialise every writer, so the statement is skipped."""
+    transactions (settings) already serialise every writer, so the statement is skipped.
+
+    The lock is FOR NO KEY UPDATE (`no_key`), the lock an UPDATE takes: it excludes every other
+    locker and writer of the row but not the key-share lock a foreign key's check takes. Django's
+    foreign keys are checked at COMMIT on Postgres (DEFERRABLE INITIALLY DEFERRED), so with FOR
+    UPDATE an annotator who held their item and committed a judgment (which names its study)
+    waited for a staffer holding the study, while the staffer waited for the item: a deadlock
+    seen in the racing send-back test. No code changes a primary key, so nothing needs more."""
     if connection.features.has_select_for_update:
-        list(queryset.select_for_update(of=("self",)).order_by("pk").values_list("pk", flat=True))
+        list(queryset.select_for_update(of=("self",), no_key=True).order_by("pk").values_list("pk", flat=True))

@@ -121,7 +121,9 @@ def lock_item_unless_taken(item_id: int) -> bool:
     never waits cannot, and an item someone else is claiming or answering is no better a pick."""
     if not connection.features.has_select_for_update:
         return True
-    locked = Item.objects.filter(pk=item_id).select_for_update(skip_locked=True).values_list("pk", flat=True)
+    locked = (
+        Item.objects.filter(pk=item_id).select_for_update(skip_locked=True, no_key=True).values_list("pk", flat=True)
+    )
     return locked.first() is not None
 
 

@@ -54,7 +54,7 @@ def test_lock_rows_holds_every_row_of_its_queryset_in_id_order_until_the_transac
         if connection.features.has_select_for_update:
             (sql,) = [query["sql"] for query in statements.captured_queries]
             # One statement, ordered by id, no LIMIT, locking the items' own table only.
-            assert "ORDER BY" in sql and "LIMIT" not in sql and sql.endswith('FOR UPDATE OF "annotation_item"')
+            assert "ORDER BY" in sql and "LIMIT" not in sql and sql.endswith('FOR NO KEY UPDATE OF "annotation_item"')
             assert lockable_from_elsewhere(item_ids) == []  # all four held, not only the first
         else:  # SQLite: no row locks; the IMMEDIATE transaction already holds the database
             assert statements.captured_queries == []
