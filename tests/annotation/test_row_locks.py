@@ -11,13 +11,13 @@ import pytest
 from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
-from annotation.models import Item, Judgment, Rework
+from annotation.models import Item, Judgment, Rework, Study
 from annotation.services.adjudication import SENT_BACK_PREFIX, send_items_back
 from annotation.services.locks import lock_rows
 from annotation.services.rework import void_judgments
 from tests.annotation.test_live_counts import assert_counts_hold
 from tests.annotation.test_rework import assert_every_slot_filled_once, racing_annotator, racing_study
-from tests.factories import make_relic_proxy_study
+from tests.factories import make_relic_proxy_study, make_user
 
 BULK_VOID_REASON = "bulk void"
 
@@ -122,3 +122,51 @@ def test_overlapping_bulk_send_backs_and_voids_racing_annotators_neither_lose_no
         BULK_VOID_REASON
     }
     assert_counts_hold(study)
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_judgment_commits_while_a_staffer_holds_its_study_and_waits_for_its_item():
+    """The deadlock of FOR UPDATE: an annotator holds their item and commits a judgment, whose
+    study foreign key Postgres checks at COMMIT with a key-share lock on the study; a staffer
+    holds that study (a bulk action's lock) and waits for the item. With FOR NO KEY UPDATE the
+    commit goes through while the staffer still holds the study, and the staffer then gets the
+    item."""
+    if not connection.features.has_select_for_update:
+        pytest.skip("SQLite has no row locks: its IMMEDIATE transactions run the two one after the other")
+    study = make_relic_proxy_study(1)
+    item = study.items.get()
+    annotator = make_user("annotator")
+    study_held, judged = threading.Event(), threading.Event()
+    outcome: dict = {}
+
+    def staffer():
+        try:
+            with transaction.atomic():
+                lock_rows(Study.objects.filter(pk=study.pk))
+                study_held.set()
+                outcome["judgment committed while the study was held"] = judged.wait(10)
+                lock_rows(Item.objects.filter(pk=item.pk))
+        except DatabaseError as error:
+            outcome["staffer"] = error
+        finally:
+            connection.close()
+
+    def annotator_submits():
+        try:
+            with transaction.atomic():
+                lock_rows(Item.objects.filter(pk=item.pk))  # as a submission does
+                study_held.wait(10)
+                Judgment.objects.create(item=item, annotator=annotator, choice=item.candidates.first(), seconds=3.0)
+            judged.set()
+        except DatabaseError as error:
+            outcome["annotator"] = error
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=staffer), threading.Thread(target=annotator_submits)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert outcome == {"judgment committed while the study was held": True}
+    assert Judgment.objects.filter(item=item, study=study).count() == 1
