@@ -7,7 +7,10 @@ For each database (SQLite file, or a scratch Postgres database next to the one D
 (--items items, 3 candidates, --judgments-per-item judgments each) and --annotators annotator
 accounts with their own API token; then for each gunicorn worker count (--workers, e.g. 1,2,4)
 and each mode, on a fresh copy of that seeded database, it starts `gunicorn marginalia.wsgi`
-(DEBUG off, --conn-max-age) and drives every annotator over real HTTP for --seconds:
+(DEBUG off, --conn-max-age) and drives every annotator over real HTTP for --seconds. With
+--shared-server a worker count's one gunicorn serves the modes one after the other instead, each
+mode on a study of its own that no request has touched (one study seeded per mode): a server
+start, a database copy and a count per worker count rather than per run (trec_scale --tiny).
 
     GET /api/annotate/S/next/  ->  pause  ->  POST /api/annotate/S/submit/  ->  again
 
@@ -69,93 +72,105 @@ def _django(code: Path):
     django.setup()
 
 
-def seed(code: Path, items: int, annotators: int, judgments_per_item: int) -> dict:
-    """A proxy study of `items` items over one synthetic book, and annotators with tokens. Built
-    with bulk inserts (seconds, not minutes); the study is what create_study would store."""
+def seed(code: Path, items: int, annotators: int, judgments_per_item: int, studies: int) -> dict:
+    """`studies` proxy studies of `items` items, each over a synthetic book of its own, and
+    annotators with tokens: {"studies": [their ids], "tokens": [...]}. Built with bulk inserts
+    (seconds, not minutes); each study is what create_study would store."""
     _django(code)
     from django.contrib.auth import get_user_model
     from django.db import transaction
     from rest_framework.authtoken.models import Token
 
-    from annotation.models import AnnotatorProfile, Item, ItemCandidate, Study
-    from retrieval.models import Collection, Document, Passage, Query
+    from annotation.models import AnnotatorProfile
 
-    rng = random.Random(1)
     with transaction.atomic():
-        collection = Collection.objects.create(name="load", kind=Collection.Kind.RELIC)
-        book = Document.objects.create(collection=collection, external_id="book", title="Load")
-        passages = Passage.objects.bulk_create(
-            Passage(
-                collection=collection,
-                document=book,
-                external_id=f"book:{n}:1",
-                text=f"Sentence {n} of the load-test book, long enough to read like a sentence of prose.",
-                start=n,
-                length=1,
-                ordinal=n,
-            )
-            for n in range(items * CANDIDATES)
-        )
-        queries = Query.objects.bulk_create(
-            Query(
-                collection=collection,
-                external_id=f"q{n}",
-                document=book,
-                quote_length=1,
-                left_context=[f"Critic {n} writes before the quotation."] * 4,
-                right_context=[f"Critic {n} writes after the quotation."] * 4,
-                ordinal=n,
-            )
-            for n in range(items)
-        )
-        study = Study.objects.create(
-            name="load study",
-            kind=Study.Kind.PROXY,
-            collection=collection,
-            candidates_per_item=CANDIDATES,
-            judgments_per_item=judgments_per_item,
-            guidelines="Choose the sentence the critic quoted.",
-        )
-        study_items = Item.objects.bulk_create(
-            Item(study=study, query=query, position=n) for n, query in enumerate(queries)
-        )
-        candidates = []
-        for n, item in enumerate(study_items):
-            gold = rng.randrange(CANDIDATES)
-            for position in range(CANDIDATES):
-                passage = passages[n * CANDIDATES + position]
-                candidates.append(
-                    ItemCandidate(item=item, passage=passage, position=position, is_gold=position == gold)
-                )
-        ItemCandidate.objects.bulk_create(candidates)
+        study_ids = [seed_study(number, items, judgments_per_item) for number in range(studies)]
         get_user_model().objects.bulk_create(
             get_user_model()(username=f"load{n:03d}", is_active=True) for n in range(annotators)
         )
         users = list(get_user_model().objects.filter(username__startswith="load").order_by("username"))
         AnnotatorProfile.objects.bulk_create(AnnotatorProfile(user=user) for user in users)
         tokens = [Token.objects.create(user=user).key for user in users]
-    return {"study": study.pk, "tokens": tokens}
+    return {"studies": study_ids, "tokens": tokens}
+
+
+def seed_study(number: int, items: int, judgments_per_item: int) -> int:
+    """The seed's study `number`, over a collection and book of its own; returns its id."""
+    from annotation.models import Item, ItemCandidate, Study
+    from retrieval.models import Collection, Document, Passage, Query
+
+    rng = random.Random(1 + number)
+    collection = Collection.objects.create(name=f"load-{number}", kind=Collection.Kind.RELIC)
+    book = Document.objects.create(collection=collection, external_id="book", title="Load")
+    passages = Passage.objects.bulk_create(
+        Passage(
+            collection=collection,
+            document=book,
+            external_id=f"book:{n}:1",
+            text=f"Sentence {n} of the load-test book, long enough to read like a sentence of prose.",
+            start=n,
+            length=1,
+            ordinal=n,
+        )
+        for n in range(items * CANDIDATES)
+    )
+    queries = Query.objects.bulk_create(
+        Query(
+            collection=collection,
+            external_id=f"q{n}",
+            document=book,
+            quote_length=1,
+            left_context=[f"Critic {n} writes before the quotation."] * 4,
+            right_context=[f"Critic {n} writes after the quotation."] * 4,
+            ordinal=n,
+        )
+        for n in range(items)
+    )
+    study = Study.objects.create(
+        name=f"load study {number}",
+        kind=Study.Kind.PROXY,
+        collection=collection,
+        candidates_per_item=CANDIDATES,
+        judgments_per_item=judgments_per_item,
+        guidelines="Choose the sentence the critic quoted.",
+    )
+    study_items = Item.objects.bulk_create(
+        Item(study=study, query=query, position=n) for n, query in enumerate(queries)
+    )
+    candidates = []
+    for n, item in enumerate(study_items):
+        gold = rng.randrange(CANDIDATES)
+        for position in range(CANDIDATES):
+            passage = passages[n * CANDIDATES + position]
+            candidates.append(ItemCandidate(item=item, passage=passage, position=position, is_gold=position == gold))
+    ItemCandidate.objects.bulk_create(candidates)
+    return study.pk
 
 
 def count(code: Path, accepted_file: Path) -> dict:
-    """What the database holds after the run, against the submissions the server accepted."""
+    """What the database holds after a server's runs, against the submissions it accepted:
+    {study id: counts} for the {study id: [(item, username)]} of `accepted_file`."""
     _django(code)
     from django.db.models import Count
 
-    from annotation.models import Item, Judgment
+    from annotation.models import Judgment, Study
 
-    accepted = {tuple(pair) for pair in json.loads(accepted_file.read_text())}
-    stored = set(Judgment.objects.values_list("item_id", "annotator__username"))
-    duplicated = Judgment.objects.values("item_id", "annotator_id").annotate(n=Count("id")).filter(n__gt=1).count()
-    per_item = Judgment.objects.values("item_id").annotate(n=Count("id"))
-    limit = Item.objects.select_related("study").first().study.judgments_per_item
-    return {
-        "judgments": Judgment.objects.count(),
-        "accepted": len(accepted),
-        "lost": len(accepted - stored),
-        "duplicated": duplicated,
-        "over_assigned": sum(1 for row in per_item if row["n"] > limit),
-    }
+    counts = {}
+    for study_id, pairs in json.loads(accepted_file.read_text()).items():
+        accepted = {tuple(pair) for pair in pairs}
+        judgments = Judgment.objects.filter(item__study_id=int(study_id))
+        stored = set(judgments.values_list("item_id", "annotator__username"))
+        duplicated = judgments.values("item_id", "annotator_id").annotate(n=Count("id")).filter(n__gt=1).count()
+        per_item = judgments.values("item_id").annotate(n=Count("id"))
+        limit = Study.objects.get(pk=int(study_id)).judgments_per_item
+        counts[study_id] = {
+            "judgments": judgments.count(),
+            "accepted": len(accepted),
+            "lost": len(accepted - stored),
+            "duplicated": duplicated,
+            "over_assigned": sum(1 for row in per_item if row["n"] > limit),
+        }
+    return counts
 
 
 # --- the load generator ---------------------------------------------------------------------------
@@ -400,40 +415,53 @@ def percentile(values: list[float], share: float) -> float:
 
 
 @contextlib.contextmanager
-def seeded_template(database: str, args, folder: Path):
-    """(the database every run of `database` copies, the seed's study and tokens): migrated once
-    (or copied from --migrated-database), the study and annotators seeded once (the same tokens in
-    every copy)."""
+def seeded_template(database: str, args, folder: Path, studies: int):
+    """(the database every server of `database` copies, the seed's studies and tokens): migrated
+    once (or copied from --migrated-database), `studies` studies and the annotators seeded once
+    (the same tokens in every copy)."""
     with ScratchDatabase(database, args.postgres_url, folder, "seeded", args.migrated_database) as template:
         env = server_environment(template.url, args)
         if not args.migrated_database:
-            in_code(args, env, "manage.py", "migrate", "--no-input", "-v0")
+            # Without migrate's system checks (the URLconf's, 1.5-2 s of CPU): they check the code, not
+            # the scratch database, and `manage.py check` and the test suite run them.
+            in_code(args, env, "manage.py", "migrate", "--no-input", "-v0", "--skip-checks")
         seed_arguments = (str(args.code), str(args.items), str(args.annotators), str(args.judgments_per_item))
-        yield template, json.loads(in_code(args, env, SCRIPT, "seed", *seed_arguments).strip().splitlines()[-1])
+        seeded = in_code(args, env, SCRIPT, "seed", *seed_arguments, str(studies))
+        yield template, json.loads(seeded.strip().splitlines()[-1])
 
 
-def one_run(template: ScratchDatabase, seeded: dict, mode: str, workers: int, args, folder: Path) -> dict:
-    """One load run on a fresh copy of the seeded template, served by gunicorn with `workers`."""
-    run_args = argparse.Namespace(**{**vars(args), "mode": mode, "workers": workers})
+def served_runs(template: ScratchDatabase, seeded: dict, modes: list[str], workers: int, args, folder: Path):
+    """The load runs of `modes`, one after the other, the n-th on the seed's n-th study, all served
+    by one gunicorn with `workers` on one fresh copy of the seeded template; their results."""
+    tallies = []
     with ScratchDatabase(template.kind, args.postgres_url, folder, "run", template.url) as scratch:
-        env = server_environment(scratch.url, run_args)
+        env = server_environment(scratch.url, args)
         port = free_port()
         log = folder / "server.log"
-        server = start_server(env, port, run_args, log)
+        server = start_server(env, port, argparse.Namespace(**{**vars(args), "workers": workers}), log)
         try:
-            load = drive(f"http://127.0.0.1:{port}", seeded["study"], seeded["tokens"], run_args, server.pid)
-            tally, elapsed, server_cpu = asyncio.run(load)
+            for mode, study in zip(modes, seeded["studies"], strict=True):
+                run_args = argparse.Namespace(**{**vars(args), "mode": mode, "workers": workers})
+                load = drive(f"http://127.0.0.1:{port}", study, seeded["tokens"], run_args, server.pid)
+                tallies.append((mode, study, *asyncio.run(load)))
         finally:
             stop_server(server)
         accepted_file = folder / "accepted.json"
-        accepted_file.write_text(json.dumps(sorted(tally.accepted)))
+        accepted_file.write_text(json.dumps({study: sorted(tally.accepted) for _, study, tally, _, _ in tallies}))
         counts = json.loads(in_code(args, env, SCRIPT, "count", str(args.code), str(accepted_file)).splitlines()[-1])
         server_errors = [line for line in log.read_text(errors="replace").splitlines() if "Error" in line]
         if server_errors:
             print(f"server log ({len(server_errors)} error lines), last ones:", *server_errors[-5:], sep="\n  ")
+    return [
+        figures(template.kind, mode, workers, tally, elapsed, server_cpu, args) | counts[str(study)]
+        for mode, study, tally, elapsed, server_cpu in tallies
+    ]
+
+
+def figures(database: str, mode: str, workers: int, tally: Tally, elapsed: float, server_cpu: float, args) -> dict:
     requests = sum(tally.statuses.values())
     return {
-        "database": template.kind,
+        "database": database,
         "mode": mode,
         "annotators": args.annotators,
         "workers": workers,
@@ -451,7 +479,6 @@ def one_run(template: ScratchDatabase, seeded: dict, mode: str, workers: int, ar
         "transport_errors": dict(tally.transport_errors),
         "double_submits": tally.double_submits,
         "double_accepted": tally.double_accepted,
-        **counts,
     }
 
 
@@ -508,6 +535,12 @@ def main(argv=None) -> int:
         help="An empty database the --code checkout migrated, of the one --database kind (sqlite:///FILE, or a"
         " Postgres URL on --postgres-url's server): copied instead of migrating one; never written.",
     )
+    parser.add_argument(
+        "--shared-server",
+        action="store_true",
+        help="One gunicorn per worker count serves the modes one after the other, each on a study of its own"
+        " (seconds cheaper: one server start, database copy and count per worker count, not per mode).",
+    )
     parser.add_argument("--code", type=Path, default=ROOT, help="Project checkout the server runs from.")
     parser.add_argument("--json", action="store_true", help="Also print one JSON object per run.")
     args = parser.parse_args(argv)
@@ -521,6 +554,8 @@ def main(argv=None) -> int:
         parser.error(f"--migrated-database: no SQLite file {migrated.removeprefix('sqlite:///')}")
     databases = ["sqlite", "postgres"] if args.database == "both" else [args.database]
     modes = ["realistic", "flat"] if args.mode == "both" else [args.mode]
+    # A server per mode (each on its own copy of one seeded study), or one for all of them.
+    servers = [modes] if args.shared_server else [[mode] for mode in modes]
     print(
         f"annotator load: {args.annotators} annotators, {args.items} items x {args.judgments_per_item} judgments, "
         f"{args.seconds:g} s per run (starts spread over {args.ramp:g} s), "
@@ -533,13 +568,13 @@ def main(argv=None) -> int:
     for database in databases:
         with (
             tempfile.TemporaryDirectory(prefix="annotator-load-") as folder,
-            seeded_template(database, args, Path(folder)) as (template, seeded),
+            seeded_template(database, args, Path(folder), len(servers[0])) as (template, seeded),
         ):
             for workers in args.workers:
-                for mode in modes:
-                    result = one_run(template, seeded, mode, workers, args, Path(folder))
-                    results.append(result)
-                    print(row(result), flush=True)
+                for served in servers:
+                    for result in served_runs(template, seeded, served, workers, args, Path(folder)):
+                        results.append(result)
+                        print(row(result), flush=True)
     if args.json:
         for result in results:
             print(json.dumps(result, sort_keys=True))

@@ -74,9 +74,10 @@ def parse_arguments() -> argparse.Namespace:
     parser.add_argument("--json", action="store_true", help="Print the figures as one JSON object last.")
     arguments = parser.parse_args()
     if arguments.tiny:
-        # What proves the contract, no more: each annotator run costs a gunicorn start and a count
-        # of the judgments (seconds) beside its load; a second of load gives every realistic
-        # annotator a measured `next` (started within the ramp) and the flat ones dozens.
+        # What proves the contract, no more: a gunicorn start and a count of the judgments cost
+        # seconds beside the load, so each worker count's server serves both modes (each on a study
+        # of its own); a second of load gives every realistic annotator a measured `next` (started
+        # within the ramp) and the flat ones dozens.
         arguments.workers, arguments.books, arguments.shards = "1,2", 2, 2
         arguments.annotators, arguments.items, arguments.seconds, arguments.ramp = 4, 30, 1.0, 0.5
     arguments.counts = [int(value) for value in arguments.workers.split(",")]
@@ -222,7 +223,8 @@ def measure_workers(arguments, env: dict, folder: Path, relic: Path, birco: Path
 def annotator_load(arguments, migrated_database: str | None) -> list[dict]:
     """benchmarks/annotator_load.py at every worker count, realistic then flat: one migrated,
     seeded study (copied from `migrated_database` where given) that every run gets a fresh copy
-    of; its results in that order."""
+    of (tiny: a study per mode, both served by the worker count's one gunicorn); its results in
+    that order."""
     if arguments.database_url:
         database = ["--database", "postgres", "--postgres-url", arguments.database_url]
     else:
@@ -234,6 +236,7 @@ def annotator_load(arguments, migrated_database: str | None) -> list[dict]:
         *("--mode", "both", "--workers", arguments.workers, "--annotators", str(arguments.annotators)),
         *("--items", str(arguments.items), "--seconds", str(arguments.seconds), "--ramp", str(arguments.ramp)),
         "--json",
+        *(["--shared-server"] if arguments.tiny else []),
     ]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, check=False)
     if result.returncode != 0:

@@ -1,19 +1,22 @@
 """Celery tasks: judging a study through `jobs.services.execute` (progress, cancellation, the
 Job's verdict). Local models go to the "gpu" queue, endpoints and runs to "long" (the job's
-queue; `judge_study_on_cpu` keeps the name it had before the "long" queue, so stored jobs retry)."""
+queue; `judge_study_on_cpu` keeps the name it had before the "long" queue, so stored jobs retry).
+
+Every worker imports this module at start, so what judges is imported inside the tasks: the
+backends import the openai client (about 0.8 s of CPU), which at module level every worker's
+start paid, judging or not (tests/jobs/test_worker_start_imports.py)."""
 
 from celery import shared_task
 
 from annotation.models import Study
 from jobs.services import execute
 
-from .asking import judge_study
 from .models import Judge
-from .pools import label_pool, pool_pairs
-from .post_editing import enable_post_editing
 
 
 def _judge(job_id: int, study_id: int, judge_id: int, samples: int) -> dict:
+    from .asking import judge_study  # openai: a worker's start-up cost (docstring)
+
     return execute(
         job_id,
         lambda progress: judge_study(Study.objects.get(pk=study_id), Judge.objects.get(pk=judge_id), samples, progress),
@@ -31,6 +34,8 @@ def judge_study_on_cpu(job_id: int, study_id: int, judge_id: int, samples: int =
 
 
 def _label_pool(job_id: int, judge_id: int, spec: dict, samples: int) -> dict:
+    from .pools import label_pool, pool_pairs  # openai: a worker's start-up cost (docstring)
+
     def work(progress):
         judge = Judge.objects.get(pk=judge_id)
         return label_pool(judge, pool_pairs(judge, spec), samples, progress)
@@ -49,6 +54,8 @@ def label_pool_on_long(job_id: int, judge_id: int, spec: dict, samples: int = 1)
 
 
 def _post_edit(job_id: int, study_id: int, judge_id: int, share: float, seed: int) -> dict:
+    from .post_editing import enable_post_editing  # openai: a worker's start-up cost (docstring)
+
     return execute(
         job_id,
         lambda progress: enable_post_editing(
