@@ -64,6 +64,7 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 
+from retrieval.bulk import insert_rows
 from retrieval.errors import InputError
 from retrieval.input_rules import check_text
 
@@ -323,29 +324,32 @@ def _forget(marks: list[tuple[int, int]]) -> None:
         AdjudicationChange.objects.filter(pk__in=chunk).delete()
 
 
+ENTRY_COLUMNS = ("study_id", "item_id", "rank", "agreement", "judgments", "sampled", "reworked")
+AGREED_COLUMNS = ("study_id", "item_id", "judgments", "sample_key")
+
+
 def _place(study: Study, scores: dict, positions: dict[int, int], reworked: set[int]):
-    """The entries and agreed items that scored items make (see the module docstring): an item
-    with two or more counted judgments is an entry when they disagree or it is back from rework,
-    else an agreed item, which is an entry only when the sample draws it (`_draw_sample`)."""
+    """The entries and agreed items that scored items make (see the module docstring), as rows of
+    ENTRY_COLUMNS and AGREED_COLUMNS: an item with two or more counted judgments is an entry when
+    they disagree or it is back from rework, else an agreed item, which is an entry only when the
+    sample draws it (`_draw_sample`)."""
     entries, agreed = [], []
     for item_id, (score, given) in scores.items():
         if given < 2:
             continue
         if score < 1 or item_id in reworked:
-            entries.append(
-                AdjudicationQueueEntry(
-                    study=study,
-                    item_id=item_id,
-                    rank=queue_rank(score, positions[item_id]),
-                    agreement=score,
-                    judgments=given,
-                    reworked=item_id in reworked,
-                )
-            )
+            rank = queue_rank(score, positions[item_id])
+            entries.append((study.pk, item_id, rank, score, given, False, item_id in reworked))
         else:
-            key = bytes.fromhex(sample_key(study.seed, item_id))
-            agreed.append(AgreedItem(study=study, item_id=item_id, judgments=given, sample_key=key))
+            agreed.append((study.pk, item_id, given, bytes.fromhex(sample_key(study.seed, item_id))))
     return entries, agreed
+
+
+def _store(entries: list[tuple], agreed: list[tuple]) -> None:
+    """Insert the rows at the database's own speed (a build writes ~100K at 100K items: model
+    instances would cost most of its time)."""
+    insert_rows(AdjudicationQueueEntry, ENTRY_COLUMNS, entries)
+    insert_rows(AgreedItem, AGREED_COLUMNS, agreed)
 
 
 def _draw_sample(study: Study) -> int:
@@ -362,19 +366,11 @@ def _draw_sample(study: Study) -> int:
         entries.filter(item_id__in=chunk).delete()
     for chunk in _chunks(sorted(drawn.keys() - held)):
         positions = Item.objects.filter(pk__in=chunk).values_list("pk", "position")
-        AdjudicationQueueEntry.objects.bulk_create(
-            [
-                AdjudicationQueueEntry(
-                    study=study,
-                    item_id=item_id,
-                    rank=queue_rank(1.0, position),
-                    agreement=1.0,
-                    judgments=drawn[item_id],
-                    sampled=True,
-                )
-                for item_id, position in positions
-            ]
-        )
+        rows = [
+            (study.pk, item_id, queue_rank(1.0, position), 1.0, drawn[item_id], True, False)
+            for item_id, position in positions
+        ]
+        insert_rows(AdjudicationQueueEntry, ENTRY_COLUMNS, rows)
     return len(drawn)
 
 
@@ -393,13 +389,12 @@ def build_queue(study: Study) -> AdjudicationQueue:
         entries, agreed = _place(study, scores, positions, reworked)
         AdjudicationQueueEntry.objects.filter(study=study).delete()
         AgreedItem.objects.filter(study=study).delete()
-        AdjudicationQueueEntry.objects.bulk_create(entries, batch_size=5000)
-        AgreedItem.objects.bulk_create(agreed, batch_size=5000)
+        _store(entries, agreed)
         queue.sampled = _draw_sample(study)
         _forget(marks)
         queue.last_judgment, queue.excluded, queue.stale = newest, _excluded(study), False
         queue.sample_rate, queue.seed = study.adjudication_sample_rate, study.seed
-        queue.disputed = sum(entry.agreement < 1 for entry in entries)
+        queue.disputed = sum(agreement < 1 for _, _, _, agreement, *_ in entries)
         queue.save()
     return queue
 
@@ -425,8 +420,7 @@ def follow_changes(study: Study) -> AdjudicationQueue:
             entries, agreed = _place(study, scores, positions, reworked)
             AdjudicationQueueEntry.objects.filter(study=study, item_id__in=chunk).delete()
             AgreedItem.objects.filter(study=study, item_id__in=chunk).delete()
-            AdjudicationQueueEntry.objects.bulk_create(entries)
-            AgreedItem.objects.bulk_create(agreed)
+            _store(entries, agreed)
         followed = {
             "last_judgment": max(newest, queue.last_judgment),
             "stale": False,
