@@ -3,7 +3,7 @@
 the agreed items the sample is drawn from are stored with their draw keys (AgreedItem), and an
 entry's rank becomes its own sort key (agreement, then position), so it never shifts when other
 entries come or go. Queues built before this have no agreed items and dense ranks: they are
-dropped here, and each is built afresh when its page is next opened."""
+dropped here (and when it is undone), and each is built afresh when its page is next opened."""
 
 import django.db.models.deletion
 from django.db import migrations, models
@@ -108,5 +108,6 @@ class Migration(migrations.Migration):
             ),
         ),
         # Last: on Postgres, rows deleted before an ALTER TABLE of theirs in one transaction refuse it.
-        migrations.RunPython(drop_built_queues, migrations.RunPython.noop),
+        # Undone first, the same: ranks of this form do not fit the integer column it gives back.
+        migrations.RunPython(drop_built_queues, drop_built_queues),
     ]
