@@ -116,16 +116,17 @@ def decision_key(study: Study, decision: dict | None):
 
 
 def queue_page(study: Study, page_number, *, staff: bool, size: int = QUEUE_PAGE_SIZE) -> tuple[list[dict], Page, dict]:
-    """One page of the queue in order (rank, item, its study number, agreement, judgments,
-    sampled or back from rework, the decision so far) and the queue's counts."""
+    """One page of the queue in order (rank: the 0-based place, item, its study number,
+    agreement, judgments, sampled or back from rework, the decision so far) and the queue's
+    counts."""
     queue = current_queue(study)
     page = Paginator(queue_entries(study), size).get_page(page_number)
     rows = []
-    for entry in page:
+    for place, entry in enumerate(page, start=page.start_index() - 1):
         decision = getattr(entry.item, "adjudication", None)
         row = {
             "item": entry.item_id,
-            "rank": entry.rank,
+            "rank": place,
             "number": entry.item.position + 1,
             "agreement": entry.agreement,
             "judgments": entry.judgments,

@@ -657,28 +657,33 @@ class Rework(models.Model):
 
 
 class AdjudicationQueue(models.Model):
-    """A study's adjudication queue as last built: the inputs it was built from, so a page can
-    tell in a few cheap statements whether it still holds (annotation.services.adjudication).
-    Ordering items by agreement reads every counted judgment, too slow for each page at 100K
-    items; the entries keep the order instead."""
+    """A study's adjudication queue: what its stored order was last built from, so a page can tell
+    in a few cheap statements whether it still holds (annotation.services.adjudication). Ordering
+    items by agreement reads every counted judgment, too slow for each page at 100K items; the
+    entries keep the order instead, and follow each change of the judgments item by item
+    (AdjudicationChange), so only a new seed or new exclusions build it afresh."""
 
     study = models.OneToOneField(Study, on_delete=models.CASCADE, related_name="adjudication_queue")
-    last_judgment = models.BigIntegerField(default=0, help_text="The largest judgment id when built.")
+    last_judgment = models.BigIntegerField(
+        default=0, help_text="The largest judgment id when the entries last followed the study's judgments."
+    )
     excluded = models.JSONField(default=list, help_text="Annotators whose judgments were excluded then.")
     sample_rate = models.FloatField(default=0.0)
     seed = models.IntegerField(default=0)
-    stale = models.BooleanField(default=False, help_text="A judgment was voided or deleted since.")
-    built_at = models.DateTimeField(auto_now=True)
+    stale = models.BooleanField(default=False, help_text="A judgment was voided since the entries last followed.")
+    built_at = models.DateTimeField(auto_now=True, help_text="When the queue was last built afresh.")
     disputed = models.PositiveIntegerField(default=0)
     sampled = models.PositiveIntegerField(default=0)
 
 
 class AdjudicationQueueEntry(models.Model):
-    """One item of a study's adjudication queue, at its place (`rank`, 0 first)."""
+    """One item of a study's adjudication queue. `rank` orders the entries: it is the item's
+    agreement and study position in one number (annotation.services.adjudication.queue_rank), so
+    an entry's rank depends on nothing but its own item and never shifts when others come or go."""
 
     study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
     item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="adjudication_entry")
-    rank = models.PositiveIntegerField()
+    rank = models.PositiveBigIntegerField(help_text="Sort key: agreement, then study position.")
     agreement = models.FloatField()
     judgments = models.PositiveSmallIntegerField()
     sampled = models.BooleanField(default=False, help_text="An agreed item drawn for a check.")
@@ -687,6 +692,39 @@ class AdjudicationQueueEntry(models.Model):
     class Meta:
         ordering = ["study_id", "rank"]
         constraints = [models.UniqueConstraint(fields=["study", "rank"], name="adjudication_entry_unique_rank")]
+        # Following a change counts the disputed entries and reads the sampled ones: from these,
+        # not from every entry of the study.
+        indexes = [
+            models.Index(fields=["study", "agreement"], name="adjudication_entry_agreement"),
+            models.Index(fields=["study"], condition=models.Q(sampled=True), name="adjudication_entry_sampled"),
+        ]
+
+
+class AgreedItem(models.Model):
+    """A work item of a study with an adjudication queue whose two or more counted judgments all
+    give the same answer (agreement 1) and that was never sent back: the items the queue's sample
+    is drawn from, with each one's place in the seeded draw, so a new count of agreed items redraws
+    the sample from an index instead of from every judgment."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+", db_index=False)
+    item = models.OneToOneField(Item, on_delete=models.CASCADE, related_name="+")
+    judgments = models.PositiveSmallIntegerField()
+    sample_key = models.BinaryField(
+        max_length=32, help_text="SHA-256 of 'seed:adjudication-sample:item id': the smallest are drawn first."
+    )
+
+    class Meta:
+        indexes = [models.Index(fields=["study", "sample_key"], name="agreed_item_draw")]
+
+
+class AdjudicationChange(models.Model):
+    """A work item whose judgments changed (one added, voided, undone, revised or imported) since
+    its study's adjudication queue last followed it. Every writer of judgments adds one in its own
+    transaction (annotation.services.live_counts), so the mark commits with the change; the queue
+    reads the marks, follows their items and deletes exactly the marks it read."""
+
+    study = models.ForeignKey(Study, on_delete=models.CASCADE, related_name="+")
+    item = models.ForeignKey(Item, on_delete=models.CASCADE, related_name="+", db_index=False)
 
 
 class PreferenceQuery(models.Model):

@@ -23,10 +23,10 @@ def refuse_deleting_what_studies_use(sender, instance, **kwargs) -> list[str]:
 
 @receiver(post_save, sender=Judgment)
 def mark_adjudication_queue_stale(sender, instance, created, update_fields=None, **kwargs) -> None:
-    """A voided judgment no longer counts, so the study's stored adjudication order no longer
-    holds (annotation.services.adjudication rebuilds it when next read). A new judgment costs
-    nothing here: the queue finds those by their ids, and a submission's statements stay as
-    they are."""
+    """A voided judgment no longer counts: the study's adjudication queue shows that a void is
+    yet to be followed (its item is marked by the void itself, annotation.services.live_counts,
+    and annotation.services.adjudication follows it when the queue is next read). Taken after
+    the item's lock, as every writer of the queue's row takes them."""
     if not created and update_fields and "voided" in update_fields:
         AdjudicationQueue.objects.filter(study__items=instance.item_id).update(stale=True)
 

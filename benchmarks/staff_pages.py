@@ -11,11 +11,16 @@ study and adjudication pages once failed on SQLite with "Expression tree is too 
 Redis serves as the task queue, as in a deployment, so a large study's report is queued as a job
 (nothing consumes it here); without one the report page answers a clear 503.
 
-First, the adjudication workspace: building its queue (once per change of the judgments: it
-reads every counted judgment), then what an adjudicator waits for, the queue page and the
-next-item step (deciding the item open and opening the next undecided one, median of 5), each
-against the peer measured in the same run: the full disagreement list the adjudication page
-read on every view before the queue was stored (`disagreement_items`).
+First, the adjudication workspace: building its queue afresh (it reads every counted judgment;
+only a new seed or new exclusions need it), then what an adjudicator waits for, the queue page
+and the next-item step (deciding the item open and opening the next undecided one, median of 5),
+each against the peer measured in the same run: the full disagreement list the adjudication page
+read on every view before the queue was stored (`disagreement_items`). Then the study as
+annotators keep judging it: the queue page, the next-item step and an item's page, each the first
+view right after one new judgment and right after one void (the queue follows the change then),
+beside the same page warm; and the study and quality pages warm and after a judgment, with what
+the quality page's measures and its refresh of the automatic flags cost apart (least of
+--repeats each).
 
 The data manager's tables are then asked again with each filter, sort, search and a deep page
 (DATA_MANAGER_QUERIES), since those are where a 100K-item table costs: its pages are meant to
@@ -24,12 +29,14 @@ finished run on a collection with qrels has, so the run's query table has 100K r
 
 Usage, from the project root (100K items take a few minutes to build on 2 cores):
     .venv/bin/python benchmarks/staff_pages.py [--items 100000] [--database-url URL] [--slow 1.0]
-        [--adjudication-only]
-With --database-url the database must exist and be empty (it is migrated); default: a SQLite
-file in a temporary folder.
+        [--adjudication-only] [--repeats 3] [--reuse]
+With --database-url the database must exist and be empty (it is migrated), or, with --reuse,
+hold the study an earlier run built there (what that run and this one changed in it stays: a few
+judgments, voids and decisions); default: a SQLite file in a temporary folder.
 """
 
 import argparse
+import os
 import re
 import shutil
 import sys
@@ -121,10 +128,103 @@ def adjudication_figures(client, study) -> None:
     step()  # the first decision warms nothing the others would not
     next_step = median_seconds(step)
     print(
-        f"adjudication queue: {queue.disputed:,} disputed items ordered in {built:.2f} s (once per change); "
+        f"adjudication queue: {queue.disputed:,} disputed items ordered in {built:.2f} s (a full build); "
         f"queue page {page:.3f} s, decide + next item {next_step:.3f} s (median of 5); "
         f"peer, the disagreement list read per view before: {peer:.2f} s "
         f"(page {page / peer:.2f} x, step {next_step / peer:.2f} x the peer)"
+    )
+
+
+LIVE_ANNOTATOR = "staff-pages-live-"
+
+
+class LiveStudy:
+    """The study as annotators keep judging it: one more judgment (a fresh annotator claims the
+    neediest item and answers it through the annotation services, as the annotation page does)
+    or one more void (staff void a counted judgment, as the study page does), one at a time."""
+
+    def __init__(self, study, staff):
+        from django.contrib.auth import get_user_model
+
+        from annotation.models import Study
+
+        Study.objects.filter(pk=study.pk).update(judgments_per_item=study.judgments_per_item + 1)
+        study.refresh_from_db()
+        self.study, self.staff = study, staff
+        self.count = get_user_model().objects.filter(username__startswith=LIVE_ANNOTATOR).count()  # earlier runs'
+
+    def judge(self) -> int:
+        """One new judgment; the judged item's id."""
+        from django.contrib.auth import get_user_model
+
+        from annotation.services import claim_next_item, submit_judgment
+
+        self.count += 1
+        annotator = get_user_model().objects.create(username=f"{LIVE_ANNOTATOR}{self.count}")
+        assignment = claim_next_item(self.study, annotator)
+        submit_judgment(annotator=annotator, item=assignment.item, position=self.count % 3)
+        return assignment.item_id
+
+    def void(self) -> int:
+        """One counted judgment voided; its item's id."""
+        from annotation.selectors import counted_judgments_by_copies
+        from annotation.services.queue import void_judgment
+
+        judgment = counted_judgments_by_copies(self.study).order_by("pk").first()
+        void_judgment(judgment, by=self.staff, reason="staff-pages benchmark")
+        return judgment.item_id
+
+
+def live_figures(client, study, staff, repeats: int) -> None:
+    """Each adjudication page's first view right after one new judgment and right after one void
+    (what an adjudicator waits for while annotators work), beside the same page warm (nothing
+    changed since its last view); then the study and quality pages warm and after a judgment.
+    The least of `repeats` tries each: the machine is shared."""
+    live = LiveStudy(study, staff)
+    base = f"/studies/{study.pk}"
+    pages = {
+        "adjudication queue": lambda item: f"{base}/adjudicate/",
+        "adjudicate/next": lambda item: f"{base}/adjudicate/next/",
+        "adjudication item": lambda item: f"{base}/adjudicate/{item}/",
+        "study page": lambda item: f"{base}/",
+        "quality page": lambda item: f"{base}/quality/",
+    }
+    events = {"warm": None, "after a judgment": live.judge, "after a void": live.void}
+    adjudication_only = ("study page", "quality page")
+    print(f"first view of a page, least of {repeats} (load {os.getloadavg()[0]:.2f}):")
+    for name, path in pages.items():
+        figures = []
+        for event_name, event in events.items():
+            if event_name == "after a void" and name in adjudication_only:
+                continue
+            seconds = []
+            for _ in range(repeats):
+                item = event() if event else live.judge()
+                if event is None:
+                    client.get(path(item))  # the change, followed; then the warm view
+                status, _, wall, _ = timed_get(client, path(item))
+                assert status[0] in "23", (name, status)
+                seconds.append(wall)
+            figures.append(f"{event_name} {min(seconds):.3f} s")
+        print(f"  {name:20s} " + ", ".join(figures))
+    quality_cost(study, repeats)
+
+
+def quality_cost(study, repeats: int) -> None:
+    """What the quality page pays on every view: its measures (one pass over the judgments) and
+    the flags' refresh from them, apart (the least of `repeats` each)."""
+    from annotation.services.quality import quality_measures, refresh_flags
+
+    measured, refreshed = [], []
+    for _ in range(repeats):
+        started = time.perf_counter()
+        measures = quality_measures(study)
+        measured.append(time.perf_counter() - started)
+        started = time.perf_counter()
+        refresh_flags(study, measures=measures)
+        refreshed.append(time.perf_counter() - started)
+    print(
+        f"  quality page's work: measures {min(measured):.3f} s, refreshing the flags from them {min(refreshed):.3f} s"
     )
 
 
@@ -134,6 +234,12 @@ def main() -> None:
     parser.add_argument("--database-url", default=None)
     parser.add_argument("--slow", type=float, default=1.0, help="mark routes slower than this many seconds")
     parser.add_argument("--adjudication-only", action="store_true", help="the adjudication figures, no route walk")
+    parser.add_argument("--repeats", type=int, default=3, help="tries of each first view after a change")
+    parser.add_argument(
+        "--reuse",
+        action="store_true",
+        help="with --database-url: measure the study of --items items an earlier run left there, if any",
+    )
     args = parser.parse_args()
 
     scratch = Path(tempfile.mkdtemp(prefix="staff-pages-"))
@@ -154,14 +260,18 @@ def main() -> None:
         call_command("migrate", verbosity=0)
         settings.ALLOWED_HOSTS = ["*"]
         redis_process, app.conf.broker_url = start_redis(free_port())
-        started = time.perf_counter()
-        study = make_bulk_proxy_study(args.items)
+        study = earlier_study(args.items) if args.reuse else None
+        if study is None:
+            started = time.perf_counter()
+            study = make_bulk_proxy_study(args.items)
+            add_run_results(study)
+            # Stored when a run finishes (the factory writes hits directly), its qrels and results in place.
+            study.negatives_run.metrics = evaluate_run(study.negatives_run, page_coverage=True)
+            study.negatives_run.save(update_fields=["metrics"])
+            print(f"study of {args.items:,} items x 3 judgments built in {time.perf_counter() - started:.1f} s")
+        else:
+            print(f"study of {args.items:,} items from an earlier run (its judgments since included)")
         run = study.negatives_run
-        add_run_results(study)
-        # Stored when a run finishes (the factory writes hits directly), its qrels and results in place.
-        run.metrics = evaluate_run(run, page_coverage=True)
-        run.save(update_fields=["metrics"])
-        print(f"study of {args.items:,} items x 3 judgments built in {time.perf_counter() - started:.1f} s")
         first_item = study.items.order_by("position").first()
         ids = {
             "study_id": study.pk,
@@ -171,8 +281,12 @@ def main() -> None:
             "query_id": first_item.query_id,
         }
         client = Client()
-        client.force_login(get_user_model().objects.create(username="staff-pages", is_staff=True, is_superuser=True))
+        staff, _ = get_user_model().objects.get_or_create(
+            username="staff-pages", defaults={"is_staff": True, "is_superuser": True}
+        )
+        client.force_login(staff)
         adjudication_figures(client, study)
+        live_figures(client, study, staff, args.repeats)
         if args.adjudication_only:
             return
         failures = 0
@@ -200,6 +314,17 @@ def main() -> None:
         if redis_process is not None:
             stop_process(redis_process)
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+def earlier_study(items: int):
+    """The bulk study of `items` items an earlier run built in this database (the newest), if any:
+    building 100K items takes minutes."""
+    from django.db.models import Count
+
+    from annotation.models import Study
+
+    studies = Study.objects.filter(name__startswith="bulk-study-").annotate(size=Count("items"))
+    return studies.filter(size=items).order_by("-pk").first()
 
 
 def add_run_results(study) -> None:

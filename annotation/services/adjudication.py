@@ -19,10 +19,23 @@ Decisions, in one place:
   two or more judgments; ordered by agreement, lowest first, then study position. Decided items
   keep their place (with their decision); the workspace serves the first undecided one.
 - The order is stored (AdjudicationQueue and its entries): reading every counted judgment to
-  order them is too slow for each page at 100K items. It is rebuilt when it no longer holds:
-  a judgment newer than the build, a judgment voided since (annotation.signals marks it
-  stale), a change in whose judgments the study excludes, or in the sample's rate or seed.
-  An item's own page always reads its judgments afresh, and corrects its entry's agreement.
+  order them is too slow for each page at 100K items (18-41 s on a loaded 2-core machine), and
+  in a study being judged a judgment lands every few seconds. So the queue follows the changes
+  item by item (`follow_changes`): every writer of judgments marks its items in its own
+  transaction (AdjudicationChange, annotation.services.live_counts), and the next view reads
+  those items' counted judgments alone, replaces their entries and their rows among the agreed
+  items (AgreedItem, each with its sample key), and redraws the sample from that index. An
+  entry's rank is its agreement and position in one number (`queue_rank`), so no other entry
+  moves when one comes or goes, and following gives exactly the entries a full build gives.
+  It is built afresh (`build_queue`) only when there is none yet, or the study's seed or its
+  excluded annotators changed; a new sample rate is followed like a change. An item's own page
+  always reads its judgments afresh, and corrects (and marks) its entry when it changed since.
+- Concurrency: following and building hold the queue's row lock (two staff opening the page at
+  once follow one after the other; the second finds nothing left), and lock no item, so an
+  annotator's submission never waits for them. A mark commits with its change, and the marks
+  are read before the judgments and deleted by id, so a change committed during a follow is
+  either read by it or left marked for the next. Writers that hold items and write entries (a
+  send-back) take the queue's lock after their items, the order everyone follows.
 - Reasons: each study uses its own list when staff gave it one, else the global list, else
   DEFAULT_REASONS. A decision on an item whose counted judgments disagree, and every send-back,
   needs a reason from the list; confirming an agreed item needs none. The reason is stored as
@@ -51,14 +64,17 @@ from django.core.exceptions import PermissionDenied
 from django.db import transaction
 from django.db.models import Count, Max, QuerySet
 
+from retrieval.bulk import insert_rows
 from retrieval.errors import InputError
 from retrieval.input_rules import check_text
 
 from ..models import (
     Adjudication,
+    AdjudicationChange,
     AdjudicationQueue,
     AdjudicationQueueEntry,
     AdjudicationReason,
+    AgreedItem,
     Item,
     Judgment,
     Rework,
@@ -191,6 +207,21 @@ def require_reason(study: Study, reason: str | None, *, required: bool) -> str:
 
 # --- the queue ---------------------------------------------------------------------------------
 
+# A rank is the entry's agreement, in steps of 1 / RANK_AGREEMENT_STEPS (finer than anything but
+# float rounding tells apart), times RANK_POSITIONS, plus its study position (a positive 32-bit
+# integer): the largest rank is 2^63 - 1, the largest a database's big integer holds.
+RANK_AGREEMENT_STEPS = 2**32 - 1
+RANK_POSITIONS = 2**31
+# Items read and written per statement while following changes (IN lists SQLite takes).
+FOLLOW_CHUNK = 2000
+
+
+def queue_rank(score: float, position: int) -> int:
+    """The entry's place as one number: agreement, lowest first, then study position. Computed
+    from the entry's own item alone, so a full build and following a change give the same rank,
+    and no other entry moves when one comes or goes."""
+    return round(score * RANK_AGREEMENT_STEPS) * RANK_POSITIONS + position
+
 
 def sample_key(seed: int, item_id: int) -> str:
     """The item's place in the seeded draw of agreed items: smaller keys are drawn first."""
@@ -198,22 +229,33 @@ def sample_key(seed: int, item_id: int) -> str:
 
 
 def sampled_items(agreed: Iterable[int], rate: float, seed: int) -> set[int]:
-    """ceil(rate x agreed) of the agreed items, those with the smallest sample keys."""
+    """ceil(rate x agreed) of the agreed items, those with the smallest sample keys (the rule
+    `_draw_sample` follows in the database, from the keys AgreedItem stores)."""
     agreed = list(agreed)
     wanted = share_of(rate, len(agreed)) if rate > 0 else 0
     return set(sorted(agreed, key=lambda item_id: sample_key(seed, item_id))[:wanted])
 
 
-def item_agreements(study: Study) -> dict[int, tuple[float | None, int]]:
-    """item id -> (agreement, counted judgments) for every work item with a counted judgment,
-    from the answers' counts per item (one grouped statement); none in a preference study."""
+def answers_agreement(answers: Counter, scale) -> float | None:
+    """`agreement` over the answers in one fixed order: float sums depend on their order, and the
+    same answers must give the same score however their rows were read (a full build, following
+    one item, the item's own page)."""
+    return agreement(dict(sorted(answers.items(), key=lambda pair: repr(pair[0]))), scale)
+
+
+def item_agreements(study: Study, item_ids: Iterable[int] | None = None) -> dict[int, tuple[float | None, int]]:
+    """item id -> (agreement, counted judgments) for every work item with a counted judgment
+    (only those of `item_ids` when given), from the answers' counts per item (one grouped
+    statement); none in a preference study."""
     if study.kind == Study.Kind.PREFERENCE:
         return {}
     column = answer_column(study)
     counts: dict[int, Counter] = defaultdict(Counter)
+    judgments = counted_judgments(study)
+    if item_ids is not None:
+        judgments = judgments.filter(item_id__in=list(item_ids))
     rows = (
-        counted_judgments(study)
-        .order_by()
+        judgments.order_by()
         .values("item_id", column)
         .annotate(given=Count("id"))
         .values_list("item_id", column, "given")
@@ -221,7 +263,7 @@ def item_agreements(study: Study) -> dict[int, tuple[float | None, int]]:
     for item_id, answer, given in rows.iterator(10_000):
         counts[item_id][as_key(answer)] += given
     scale = answer_scale(study)
-    return {item_id: (agreement(answers, scale), sum(answers.values())) for item_id, answers in counts.items()}
+    return {item_id: (answers_agreement(answers, scale), sum(answers.values())) for item_id, answers in counts.items()}
 
 
 def _excluded(study: Study) -> list[int]:
@@ -232,83 +274,174 @@ def _newest_judgment() -> int:
     return Judgment.objects.aggregate(newest=Max("id"))["newest"] or 0
 
 
-def queue_holds(queue: AdjudicationQueue | None, study: Study) -> bool:
-    """Whether the stored queue still orders what the study's counted judgments say now. A
-    judgment newer than the build elsewhere only moves the mark forward."""
-    if queue is None or queue.stale:
+def _chunks(ids: list[int]) -> Iterable[list[int]]:
+    for start in range(0, len(ids), FOLLOW_CHUNK):
+        yield ids[start : start + FOLLOW_CHUNK]
+
+
+def needs_build(queue: AdjudicationQueue, study: Study) -> bool:
+    """Whether the stored queue must be built afresh: a new seed draws other agreed items, and
+    other excluded annotators change the counted judgments of any number of items."""
+    return queue.seed != study.seed or queue.excluded != _excluded(study)
+
+
+def queue_follows(queue: AdjudicationQueue, study: Study) -> bool:
+    """Whether the stored queue already follows the study: no item marked since (AdjudicationChange:
+    a judgment added, voided, undone, revised or imported), no void flagged, the same sample rate.
+    A newer judgment (of another study) only moves `last_judgment`, the newest judgment the
+    entries are known to follow, forward."""
+    if queue.stale or queue.sample_rate != study.adjudication_sample_rate:
         return False
-    if (queue.sample_rate, queue.seed) != (study.adjudication_sample_rate, study.seed):
-        return False
-    if queue.excluded != _excluded(study):
+    if AdjudicationChange.objects.filter(study=study).exists():
         return False
     newest = _newest_judgment()
-    if newest <= queue.last_judgment:
-        return True
-    if Judgment.objects.filter(pk__gt=queue.last_judgment, item__study=study).exists():
-        return False
-    AdjudicationQueue.objects.filter(pk=queue.pk, last_judgment=queue.last_judgment).update(last_judgment=newest)
-    queue.last_judgment = newest
+    if newest > queue.last_judgment:
+        AdjudicationQueue.objects.filter(pk=queue.pk, last_judgment=queue.last_judgment).update(last_judgment=newest)
+        queue.last_judgment = newest
     return True
 
 
 def current_queue(study: Study) -> AdjudicationQueue:
-    """The study's queue, rebuilt first when it no longer holds."""
+    """The study's queue, brought up to its judgments first: built afresh when there is none or
+    its seed or exclusions changed, else following only the items marked since."""
     queue = AdjudicationQueue.objects.filter(study=study).first()
-    if queue_holds(queue, study):
+    if queue is None or needs_build(queue, study):
+        return build_queue(study)
+    if queue_follows(queue, study):
         return queue
-    return build_queue(study)
+    return follow_changes(study)
+
+
+def _marks(study: Study) -> list[tuple[int, int]]:
+    """The study's change marks as (mark id, item id), read before the judgments they mark: a
+    mark commits with its change, so every change read here is in what is read after it."""
+    return list(AdjudicationChange.objects.filter(study=study).values_list("pk", "item_id"))
+
+
+def _forget(marks: list[tuple[int, int]]) -> None:
+    """Delete exactly the marks that were read: one added meanwhile stays for the next time."""
+    for chunk in _chunks([mark_id for mark_id, _ in marks]):
+        AdjudicationChange.objects.filter(pk__in=chunk).delete()
+
+
+ENTRY_COLUMNS = ("study_id", "item_id", "rank", "agreement", "judgments", "sampled", "reworked")
+AGREED_COLUMNS = ("study_id", "item_id", "judgments", "sample_key")
+
+
+def _place(study: Study, scores: dict, positions: dict[int, int], reworked: set[int]):
+    """The entries and agreed items that scored items make (see the module docstring), as rows of
+    ENTRY_COLUMNS and AGREED_COLUMNS: an item with two or more counted judgments is an entry when
+    they disagree or it is back from rework, else an agreed item, which is an entry only when the
+    sample draws it (`_draw_sample`)."""
+    entries, agreed = [], []
+    for item_id, (score, given) in scores.items():
+        if given < 2:
+            continue
+        if score < 1 or item_id in reworked:
+            rank = queue_rank(score, positions[item_id])
+            entries.append((study.pk, item_id, rank, score, given, False, item_id in reworked))
+        else:
+            agreed.append((study.pk, item_id, given, bytes.fromhex(sample_key(study.seed, item_id))))
+    return entries, agreed
+
+
+def _store(entries: list[tuple], agreed: list[tuple]) -> None:
+    """Insert the rows at the database's own speed (a build writes ~100K at 100K items: model
+    instances would cost most of its time)."""
+    insert_rows(AdjudicationQueueEntry, ENTRY_COLUMNS, entries)
+    insert_rows(AgreedItem, AGREED_COLUMNS, agreed)
+
+
+def _draw_sample(study: Study) -> int:
+    """Bring the sampled entries to the draw the stored agreed items make now (ceil(rate x
+    agreed) of them, smallest keys first, read from the index); how many are drawn. Entries of
+    items the draw keeps are left as they are."""
+    agreed = AgreedItem.objects.filter(study=study)
+    rate = study.adjudication_sample_rate
+    wanted = share_of(rate, agreed.count()) if rate > 0 else 0
+    drawn = dict(agreed.order_by("sample_key").values_list("item_id", "judgments")[:wanted]) if wanted else {}
+    entries = AdjudicationQueueEntry.objects.filter(study=study)
+    held = set(entries.filter(sampled=True).order_by().values_list("item_id", flat=True))
+    for chunk in _chunks(sorted(held - drawn.keys())):
+        entries.filter(item_id__in=chunk).delete()
+    for chunk in _chunks(sorted(drawn.keys() - held)):
+        positions = Item.objects.filter(pk__in=chunk).values_list("pk", "position")
+        rows = [
+            (study.pk, item_id, queue_rank(1.0, position), 1.0, drawn[item_id], True, False)
+            for item_id, position in positions
+        ]
+        insert_rows(AdjudicationQueueEntry, ENTRY_COLUMNS, rows)
+    return len(drawn)
 
 
 def build_queue(study: Study) -> AdjudicationQueue:
-    """Order the study's queue afresh (see the module docstring) and store it."""
+    """Order the study's queue afresh (see the module docstring) and store it, with its agreed
+    items; every mark read first is then followed."""
     with transaction.atomic():
         queue, _ = AdjudicationQueue.objects.get_or_create(study=study)
         lock_rows(AdjudicationQueue.objects.filter(pk=queue.pk))
         newest = _newest_judgment()  # read first: a judgment after it is seen as new next time
+        marks = _marks(study)
         scores = item_agreements(study)
         reworked = set(Rework.objects.filter(item__study=study).values_list("item_id", flat=True))
-        judged = {item_id: value for item_id, value in scores.items() if value[1] >= 2}
-        agreed = [item_id for item_id, (score, _) in judged.items() if score == 1 and item_id not in reworked]
-        sampled = sampled_items(agreed, study.adjudication_sample_rate, study.seed)
-        chosen = {
-            item_id: value
-            for item_id, value in judged.items()
-            if value[0] < 1 or item_id in sampled or item_id in reworked
-        }
         # Every work item's position, rather than an IN list of tens of thousands (too long for SQLite).
         positions = dict(Item.objects.filter(study=study, role=Item.Role.WORK).values_list("pk", "position"))
-        order = sorted(chosen, key=lambda item_id: (chosen[item_id][0], positions[item_id]))
+        entries, agreed = _place(study, scores, positions, reworked)
         AdjudicationQueueEntry.objects.filter(study=study).delete()
-        AdjudicationQueueEntry.objects.bulk_create(
-            [
-                AdjudicationQueueEntry(
-                    study=study,
-                    item_id=item_id,
-                    rank=rank,
-                    agreement=chosen[item_id][0],
-                    judgments=chosen[item_id][1],
-                    sampled=item_id in sampled,
-                    reworked=item_id in reworked,
-                )
-                for rank, item_id in enumerate(order)
-            ],
-            batch_size=5000,
-        )
+        AgreedItem.objects.filter(study=study).delete()
+        _store(entries, agreed)
+        queue.sampled = _draw_sample(study)
+        _forget(marks)
         queue.last_judgment, queue.excluded, queue.stale = newest, _excluded(study), False
         queue.sample_rate, queue.seed = study.adjudication_sample_rate, study.seed
-        queue.disputed = sum(value[0] < 1 for value in chosen.values())
-        queue.sampled = len(sampled)
+        queue.disputed = sum(agreement < 1 for _, _, _, agreement, *_ in entries)
         queue.save()
     return queue
 
 
+def follow_changes(study: Study) -> AdjudicationQueue:
+    """Bring the stored queue up to the study's judgments by reading only the items marked since
+    (and redrawing the sample from the stored agreed items): the same entries, ranks and agreed
+    items a full build gives, at the cost of the changes, not of the study. Under the queue's
+    row lock, as a build: two staff opening the page at once follow the marks one after the
+    other (the second finds none left). Item rows are never locked here, so an annotator's
+    submission never waits for it; their marks, committed or not, are what the next view reads."""
+    with transaction.atomic():
+        lock_rows(AdjudicationQueue.objects.filter(study=study))
+        queue = AdjudicationQueue.objects.get(study=study)
+        if needs_build(queue, study):
+            return build_queue(study)
+        newest = _newest_judgment()
+        marks = _marks(study)
+        for chunk in _chunks(sorted({item_id for _, item_id in marks})):
+            scores = item_agreements(study, chunk)
+            positions = dict(Item.objects.filter(pk__in=chunk, role=Item.Role.WORK).values_list("pk", "position"))
+            reworked = set(Rework.objects.filter(item_id__in=chunk).values_list("item_id", flat=True))
+            entries, agreed = _place(study, scores, positions, reworked)
+            AdjudicationQueueEntry.objects.filter(study=study, item_id__in=chunk).delete()
+            AgreedItem.objects.filter(study=study, item_id__in=chunk).delete()
+            _store(entries, agreed)
+        followed = {
+            "last_judgment": max(newest, queue.last_judgment),
+            "stale": False,
+            "sample_rate": study.adjudication_sample_rate,
+            "sampled": _draw_sample(study),
+            "disputed": AdjudicationQueueEntry.objects.filter(study=study, agreement__lt=1).count(),
+        }
+        _forget(marks)
+        AdjudicationQueue.objects.filter(pk=queue.pk).update(**followed)  # built_at stays: not a build
+        for field, value in followed.items():
+            setattr(queue, field, value)
+    return queue
+
+
 def set_sample_rate(study: Study, rate: float) -> AdjudicationQueue:
-    """Change the share of agreed items the queue samples, and rebuild it."""
+    """Change the share of agreed items the queue samples, and redraw the sample."""
     if not 0 <= rate <= 1:
         raise InputError(f"must be between 0 and 1, got {rate}", field="sample_rate")
     Study.objects.filter(pk=study.pk).update(adjudication_sample_rate=rate)
     study.adjudication_sample_rate = rate
-    return build_queue(study)
+    return current_queue(study)
 
 
 def queue_entries(study: Study):
@@ -370,7 +503,11 @@ def queue_place(study: Study, item: Item, agreement_now: float | None) -> QueueP
     if entry is None:
         return QueuePlace(None, total, None, None)
     if agreement_now is not None and agreement_now != entry.agreement:
-        entries.filter(pk=entry.pk).update(agreement=agreement_now)
+        # Changed since the queue last followed the study: shown where its agreement puts it now,
+        # and marked, so the next view settles the rest (membership, the sample) as for any change.
+        entry.rank = queue_rank(agreement_now, item.position)
+        entries.filter(pk=entry.pk).update(agreement=agreement_now, rank=entry.rank)
+        AdjudicationChange.objects.create(study=study, item=item)
     before = entries.filter(rank__lt=entry.rank).order_by("-rank").values_list("item_id", flat=True).first()
     after = entries.filter(rank__gt=entry.rank).order_by("rank").values_list("item_id", flat=True).first()
     return QueuePlace(entries.filter(rank__lt=entry.rank).count() + 1, total, before, after)
@@ -397,7 +534,7 @@ def counted_agreement(item: Item) -> tuple[float | None, list]:
         as_key(value)
         for value in counted_judgments(item.study).filter(item=item).order_by().values_list(column, flat=True)
     ]
-    return agreement(Counter(answers), answer_scale(item.study)), answers
+    return answers_agreement(Counter(answers), answer_scale(item.study)), answers
 
 
 def decide(item: Item, *, by, reason: str | None = None, note: str = "", **answer) -> Adjudication:
@@ -483,6 +620,9 @@ def send_items_back(study: Study, items: QuerySet[Item], *, by, reason: str, not
         )
         # Before the voids: `sent` reads the items through their live judgments.
         Adjudication.objects.filter(item__in=sent.values("pk")).delete()
+        # The queue's entries are written under its row lock (follow_changes, build_queue): taken
+        # after the items, the order every writer of both follows.
+        lock_rows(AdjudicationQueue.objects.filter(study=study))
         AdjudicationQueueEntry.objects.filter(item__in=sent.values("pk")).delete()
         void_in_bulk(live, study=study, items=selected, by=by, reason=sent_back_reason(reason, note))
     return reworks
