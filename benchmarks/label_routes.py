@@ -81,6 +81,7 @@ def bulk_study(items: int):
 
     from annotation.models import Study
     from retrieval.metrics import evaluate_run
+    from retrieval.models import Qrel
     from tests.factories import make_bulk_proxy_study
 
     built = (
@@ -90,7 +91,7 @@ def bulk_study(items: int):
         .order_by("pk")
         .first()
     )
-    if built is not None and built.collection.qrels.exists():
+    if built is not None and Qrel.objects.filter(query__collection=built.collection).exists():
         print(f"reusing the study of {items:,} items x 3 judgments in the database")
         return built
     started = time.perf_counter()
@@ -335,6 +336,8 @@ def main() -> None:
         )
         client = Client()
         client.force_login(user)
+        # As a server that has answered before: the URLconf (every view's module) loaded.
+        request(client, f"/api/studies/{study.pk}/")
         print(f"{args.items:,} items, {judgments:,} judgments; minimum of {args.repeats} repeats")
         figures = measure(client, study, frame, args.repeats, args.save)
         print_table(figures)
