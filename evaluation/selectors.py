@@ -91,16 +91,17 @@ def shown_items(study: Study) -> list[ShownItem]:
 
 def item_texts(study: Study) -> dict[int, tuple[int, str, list[str]]]:
     """item id -> (position in the study, query external id, passage external ids of its
-    candidates in display order), for every item: what an export names an item by."""
+    candidates in display order), for every item: what an export names an item by (read as the
+    driver returns the rows: Django's row iterator took twice as long as the database)."""
     passages: dict[int, list[str]] = {}
-    rows = (
+    rows, _ = driver_rows(
         ItemCandidate.objects.filter(item__study=study)
         .order_by("item_id", "position")
         .values_list("item_id", "passage__external_id")
     )
-    for item_id, passage in rows.iterator(10_000):
+    for item_id, passage in rows:
         passages.setdefault(item_id, []).append(passage)
-    items = Item.objects.filter(study=study).values_list("id", "position", "query__external_id").iterator(10_000)
+    items, _ = driver_rows(Item.objects.filter(study=study).values_list("id", "position", "query__external_id"))
     return {item_id: (position, query, passages.get(item_id, [])) for item_id, position, query in items}
 
 

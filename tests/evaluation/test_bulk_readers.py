@@ -8,6 +8,7 @@ order, multi-select items whose one judgment rates every paragraph."""
 
 import json
 import zipfile
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -15,6 +16,7 @@ import pandas as pd
 import pytest
 
 from annotation.models import Judgment
+from annotation.provenance import counted_answers
 from annotation.selectors import counted_judgments
 from annotation.services.quality import block_annotator
 from evaluation import api
@@ -92,6 +94,13 @@ def ratings_rows(study) -> list[tuple]:
     ]
 
 
+def same_answers_as_counted_answers(study) -> bool:
+    """The answers read with the ratings (unanswered judgments as None) are counted_answers', in
+    whatever order the database gave each item's."""
+    counted = {item: Counter(values) for item, values in study_ratings(study).answers.items()}
+    return counted == {item: Counter(values) for item, values in counted_answers(study).items()}
+
+
 def test_a_proxy_studys_ratings_read_in_columns_are_its_counted_choices_in_submission_order():
     study = make_proxy_study(gold_positions=[0, 2, 1, 1])
     people = [make_annotator(name) for name in ("zoe", "ann", "bea", "spoiler")]
@@ -110,6 +119,7 @@ def test_a_proxy_studys_ratings_read_in_columns_are_its_counted_choices_in_submi
     expected = ratings_one_by_one(study)
     assert len(expected) == 4 * 3 - 1  # the blocked annotator's, the voided and the unanswered left out
     assert ratings_rows(study) == expected
+    assert None in counted_answers(study)[unanswered.pk] and same_answers_as_counted_answers(study)
 
 
 def test_label_and_multi_select_ratings_read_in_columns_are_their_labels_in_submission_order():
@@ -122,6 +132,7 @@ def test_label_and_multi_select_ratings_read_in_columns_are_their_labels_in_subm
     ]
     submitted(judgments, [5, 5, 3, 9, 1, 1, 7, 2, 2])
     assert ratings_rows(study) == ratings_one_by_one(study)
+    assert same_answers_as_counted_answers(study)
 
     pilot = make_speech_quotability_study(multi_select=True)
     item = pilot.items.get()
@@ -133,6 +144,7 @@ def test_label_and_multi_select_ratings_read_in_columns_are_their_labels_in_subm
     expected = ratings_one_by_one(pilot)
     assert len(expected) == len(chosen) * item.candidates.count()
     assert ratings_rows(pilot) == expected
+    assert same_answers_as_counted_answers(pilot)
 
 
 @pytest.mark.parametrize(
