@@ -37,6 +37,7 @@ from annotation.provenance import (
     rework_counts,
 )
 from evaluation.aggregates import LABEL_METHODS
+from evaluation.bulk import collection_paused
 from evaluation.label_models import Aggregation, aggregate_frame, columns_frame
 from evaluation.ratings import StudyRatings, study_ratings
 from evaluation.selectors import item_texts
@@ -148,6 +149,7 @@ def _fitted(study: Study, method: str, seed: int | None) -> _Fitted:
     return _Fitted(ratings, model, model if method == "majority" else fit(ratings, "majority", seed), seed)
 
 
+@collection_paused()
 def study_aggregation(study: Study, method: str, seed: int | None = None) -> dict:
     """The aggregate_labels payload (see the module docstring)."""
     fitted = _fitted(study, method, seed)
@@ -201,30 +203,32 @@ def soft_label_rows(study: Study, method: str, seed: int | None = None) -> Itera
     (in the study), `query`, `passage` (label kinds) or `candidates` (proxy and multi-select:
     passage ids in display order, which the positions index), `method`, `label`, `majority`,
     `posterior`, `judgments`, and the adjudication beside it: `adjudicated` (the decided label or
-    null), `label_source`."""
-    fitted = _fitted(study, method, seed)
-    ratings = fitted.ratings
-    view, majority_view = ItemView(ratings, fitted.model), ItemView(ratings, fitted.majority)
-    decided = provenance(ratings, view)
-    judged = judgments_per_item(ratings)
-    texts = item_texts(study)
-    majority, posteriors = majority_view.labels, view.posteriors
-    for item, label in view.labels.items():
-        position, query, passages = texts[item]
-        shown = {"passage": passages[0]} if ratings.kind == "labels" else {"candidates": passages}
-        yield {
-            "item": item,
-            "position": position,
-            "query": query,
-            **shown,
-            "method": method,
-            "label": label,
-            "majority": majority[item],
-            "posterior": {str(key): value for key, value in posteriors[item].items()},
-            "judgments": judged[item],
-            "adjudicated": decided.adjudicated.get(item),
-            "label_source": decided.sources[item],
-        }
+    null), `label_source`. Without cyclic garbage collection until the last row is read
+    (evaluation.bulk)."""
+    with collection_paused():
+        fitted = _fitted(study, method, seed)
+        ratings = fitted.ratings
+        view, majority_view = ItemView(ratings, fitted.model), ItemView(ratings, fitted.majority)
+        decided = provenance(ratings, view)
+        judged = judgments_per_item(ratings)
+        texts = item_texts(study)
+        majority, posteriors = majority_view.labels, view.posteriors
+        for item, label in view.labels.items():
+            position, query, passages = texts[item]
+            shown = {"passage": passages[0]} if ratings.kind == "labels" else {"candidates": passages}
+            yield {
+                "item": item,
+                "position": position,
+                "query": query,
+                **shown,
+                "method": method,
+                "label": label,
+                "majority": majority[item],
+                "posterior": {str(key): value for key, value in posteriors[item].items()},
+                "judgments": judged[item],
+                "adjudicated": decided.adjudicated.get(item),
+                "label_source": decided.sources[item],
+            }
 
 
 def report_section(ratings: StudyRatings, fits: dict[str, Aggregation], seed: int) -> dict:
