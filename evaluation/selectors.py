@@ -11,7 +11,7 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 import numpy as np
@@ -115,6 +115,18 @@ def driver_rows(rows: QuerySet) -> tuple[list[tuple], int]:
     with connections[rows.db].cursor() as cursor:
         cursor.execute(sql, params)
         return cursor.fetchall(), len(cursor.description)
+
+
+def streamed_driver_rows(rows: QuerySet, size: int = 5000) -> Iterator[tuple]:
+    """driver_rows one at a time, fetched `size` at a time through Django's chunked cursor (a
+    server-side cursor on Postgres), for reads too large to hold at once: a collection's
+    passages. A JSON column comes as its text on both backends (Django's Postgres connections
+    load jsonb as text): json.loads it."""
+    sql, params = rows.query.sql_with_params()
+    with connections[rows.db].chunked_cursor() as cursor:
+        cursor.execute(sql, params)
+        while fetched := cursor.fetchmany(size):
+            yield from fetched
 
 
 def _int_columns(rows: QuerySet) -> np.ndarray:

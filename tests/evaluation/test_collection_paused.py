@@ -7,7 +7,7 @@ import gc
 import pytest
 from rest_framework.renderers import JSONRenderer
 
-from evaluation import api, label_aggregation
+from evaluation import bulk, label_aggregation
 from evaluation.bulk import collection_paused
 from tests.factories import add_label_judgment, api_client, make_annotator, make_label_study, make_user
 
@@ -67,7 +67,7 @@ def test_the_aggregate_payload_is_built_and_rendered_paused_and_collection_is_on
 
 
 def test_a_soft_label_stream_read_whole_or_closed_half_read_turns_collection_back_on(monkeypatch, study):
-    monkeypatch.setattr(api, "STREAMED_LINES", 1)
+    monkeypatch.setattr(bulk, "LINES_PER_CHUNK", 1)
     client = api_client(make_user("staff-reader", staff=True))
     whole = client.get(f"/api/studies/{study.pk}/soft-labels/")
     assert len(b"".join(whole.streaming_content).splitlines()) == 4 and gc.isenabled()
