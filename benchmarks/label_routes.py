@@ -11,7 +11,7 @@ test client, as a user gets it (the whole body read):
 In the same run, on the same data, its peer: the steps any program returning that response has to
 take, each done by the plain tool for it:
 - read: a cursor's fetchall of the columns the response is made of (the counted judgments:
-  id, time, item, annotator, chosen position; the soft labels also every item's position, query
+  id, time as text, item, annotator, chosen position; the soft labels also every item's position, query
   and shown passages; the bundle every passage, query and qrel);
 - fit: crowd-kit's MajorityVote (and DawidSkene) fit on the DataFrame the route fits;
 - encode: one json.dumps of the response's payload, parsed back from the route's body (a JSON
@@ -117,11 +117,12 @@ def table(model) -> str:
 
 def read_judgments(study) -> list[tuple]:
     """The counted judgments' columns the aggregation starts from (nothing voided or blocked in
-    the bulk study: its live work judgments are all counted)."""
+    the bulk study: its live work judgments are all counted), the time as the database's text, as
+    the routes read it (a datetime per row costs more than the rest of the row)."""
     from annotation.models import ItemCandidate, Judgment
 
     return fetchall(
-        f"SELECT j.id, j.submitted_at, j.item_id, j.annotator_id, c.position FROM {table(Judgment)} j "
+        f"SELECT j.id, CAST(j.submitted_at AS text), j.item_id, j.annotator_id, c.position FROM {table(Judgment)} j "
         f"JOIN {table(ItemCandidate)} c ON c.id = j.choice_id "
         "WHERE j.study_id = %s AND j.item_role = 'work' AND NOT j.voided",
         [study.pk],
