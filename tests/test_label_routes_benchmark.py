@@ -1,7 +1,8 @@
 """benchmarks/label_routes.py at a tiny size: every label route answers on the study it builds,
 each is printed beside its peer's steps measured in the same run, and the last line is one JSON
-object whose ratios are the route's seconds over the sum of its peer's (the 100K-item figures
-in docs/deployment.md come from the same script)."""
+object whose ratios are the route's seconds over the sum of its peer's; a second run on the
+same database measures the study the first one built (the 100K-item figures in
+docs/deployment.md come from the same script)."""
 
 import json
 import os
@@ -16,11 +17,9 @@ ROOT = Path(__file__).resolve().parents[1]
 STUDY_ROUTES = ("aggregate majority", "aggregate dawid-skene", "soft-labels majority", "soft-labels dawid-skene")
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    saved = tmp_path_factory.mktemp("label-routes")
+def benchmark(*arguments) -> str:
     result = subprocess.run(
-        [sys.executable, "benchmarks/label_routes.py", "--items", "60", "--repeats", "1", "--save", saved, "--json"],
+        [sys.executable, "benchmarks/label_routes.py", "--items", "60", "--repeats", "1", "--json", *arguments],
         cwd=ROOT,
         env={key: value for key, value in os.environ.items() if key != "DATABASE_URL"},
         capture_output=True,
@@ -28,7 +27,20 @@ def run(tmp_path_factory):
         timeout=300,
     )
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
-    return result.stdout, json.loads(result.stdout.strip().splitlines()[-1]), saved
+    return result.stdout
+
+
+@pytest.fixture(scope="module")
+def database(tmp_path_factory):
+    return f"sqlite:///{tmp_path_factory.mktemp('label-routes-db') / 'db.sqlite3'}"
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory, database):
+    saved = tmp_path_factory.mktemp("label-routes")
+    stdout = benchmark("--save", str(saved), "--database-url", database)
+    assert "study of 60 items x 3 judgments built" in stdout
+    return stdout, json.loads(stdout.strip().splitlines()[-1]), saved
 
 
 def test_every_label_route_is_timed_against_the_sum_of_its_peers_steps(run):
@@ -60,3 +72,10 @@ def test_the_saved_bodies_are_the_routes_answers(run):
         assert len(bundle.read(corpus).splitlines()) == 180  # three passages shown per item
     assert {"corpus.jsonl", "queries.jsonl", "qrels/test.tsv", "bundle.json", "trec/qrels"} <= names
     assert (saved / "bundle.zip").stat().st_size == figures["routes"]["bundle"]["bytes"]
+
+
+def test_a_second_run_on_the_same_database_measures_the_study_built_by_the_first(run, database):
+    stdout = benchmark("--database-url", database)
+    assert "reusing the study of 60 items x 3 judgments" in stdout and " built in " not in stdout
+    figures = json.loads(stdout.strip().splitlines()[-1])
+    assert figures["judgments"] == 180 and figures["routes"].keys() == run[1]["routes"].keys()
