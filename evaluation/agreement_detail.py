@@ -202,7 +202,7 @@ def _windows(ratings: StudyRatings, layout: _Layout, groups: np.ndarray, n_group
     `groups` never decreases along the ratings (windows are runs of time), so each window is a
     slice of them."""
     tables = pair_tables(ratings, layout, groups, n_groups)
-    starts = _first_of_judgment(ratings)
+    starts = ratings.first_of_judgment
     bounds = np.searchsorted(groups, np.arange(n_groups + 1))
     last_group = np.full(len(ratings.units), -1, dtype=np.int64)
     last_group[ratings.unit] = groups  # ratings are in submission order: the last write wins
@@ -226,11 +226,6 @@ def _windows(ratings: StudyRatings, layout: _Layout, groups: np.ndarray, n_group
     return rows
 
 
-def _first_of_judgment(ratings: StudyRatings) -> np.ndarray:
-    """Per rating: whether it is its judgment's first (a judgment's ratings are consecutive)."""
-    return np.r_[True, ratings.judgment[1:] != ratings.judgment[:-1]] if len(ratings.judgment) else np.zeros(0, bool)
-
-
 def _iso(moment: np.datetime64) -> str:
     return f"{np.datetime_as_string(moment, unit='s')}Z"
 
@@ -240,7 +235,7 @@ def _over_time(ratings: StudyRatings, layout: _Layout, batch_size: int, level: s
         return {"batch_size": batch_size, "alpha_level": level, "by_day": [], "by_batch": []}
     days, day_groups = np.unique(ratings.submitted_at.astype("datetime64[D]"), return_inverse=True)
     # Batches count judgments: a multi-select judgment is one rating per paragraph, given in a row.
-    batch_groups = (np.cumsum(_first_of_judgment(ratings)) - 1) // batch_size
+    batch_groups = (np.cumsum(ratings.first_of_judgment) - 1) // batch_size
     by_day = _windows(ratings, layout, day_groups, len(days), level)
     for day, row in zip(days, by_day, strict=True):
         row["day"] = str(day)

@@ -4,8 +4,6 @@ Every process loads the URLconf at start (system checks, workers, the web server
 imports no statistics: it asks evaluation.reports, which names the modules that compute."""
 
 import itertools
-import json
-from collections.abc import Iterator
 
 from django.http import FileResponse, HttpResponse, StreamingHttpResponse
 from django.shortcuts import get_object_or_404
@@ -21,6 +19,7 @@ from rest_framework.views import APIView
 from annotation.models import Study
 from evaluation import alerts, preference_access
 from evaluation.aggregates import AGGREGATES, LABEL_METHODS, SOURCES
+from evaluation.bulk import collection_paused, json_lines
 from evaluation.leaderboard_exports import leaderboard_csv, leaderboard_latex
 from evaluation.reports import (
     bundle_archive,
@@ -353,15 +352,13 @@ class StudyAggregateAPI(APIView):
         seed = requested_seed(request.query_params.get("seed"))
         return Response(study_aggregation(study, request.query_params.get("method", "majority"), seed))
 
-
-STREAMED_LINES = 1000  # JSON lines per chunk of a streamed export: a chunk per line cost a third of the encoding
-
-
-def json_lines(rows: Iterator[dict]) -> Iterator[str]:
-    """Each row as a JSON line (json.dumps(row, ensure_ascii=False)), STREAMED_LINES a chunk."""
-    encode = json.JSONEncoder(ensure_ascii=False).encode  # json.dumps builds an encoder per call
-    while chunk := "".join(encode(row) + "\n" for row in itertools.islice(rows, STREAMED_LINES)):
-        yield chunk
+    @collection_paused()
+    def dispatch(self, request, *args, **kwargs):
+        """The payload rendered here, still without cyclic garbage collection (evaluation.bulk):
+        the JSON encoder makes a list of pairs per dict it writes, and at 100K items the walks
+        those set off over the payload took as long as the encoding."""
+        response = super().dispatch(request, *args, **kwargs)
+        return response.render() if isinstance(response, Response) else response
 
 
 class StudySoftLabelsAPI(APIView):

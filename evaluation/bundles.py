@@ -32,15 +32,15 @@ from django.utils.text import slugify
 from annotation.models import ItemCandidate, Study
 from annotation.provenance import label_method, label_source
 from annotation.selectors import pair_sources, pool_summary
+from evaluation.bulk import collection_paused, json_lines, line_chunks
 from evaluation.label_report import label_data
+from evaluation.selectors import streamed_driver_rows
 from retrieval.errors import InputError
 from retrieval.models import Collection, Passage, PoolEntry, Query, Run
 from retrieval.qrels_sources import Qrels
 from retrieval.scoring import context_text
 
 BEIR_QRELS_HEADER = "query-id\tcorpus-id\tscore"
-# One encoder for every line (json.dumps builds one per call): json.dumps(record, ensure_ascii=False).
-encode_json = json.JSONEncoder(ensure_ascii=False).encode
 Writer = Callable[[TextIO], None]
 
 
@@ -69,37 +69,45 @@ def write_folder(directory: str | Path, writers: dict[str, Writer], field: str =
 
 def jsonl_writer(records: Callable[[], Iterable[dict]]) -> Writer:
     def write(file: TextIO) -> None:
-        for record in records():
-            file.write(encode_json(record) + "\n")
+        file.writelines(json_lines(records()))
 
     return write
 
 
 def lines_writer(lines: Callable[[], Iterable[str]]) -> Writer:
     def write(file: TextIO) -> None:
-        for line in lines():
-            file.write(line + "\n")
+        file.writelines(line_chunks(lines()))
 
     return write
 
 
 def corpus_records(collection: Collection) -> Iterator[dict]:
+    """The passages in import order, read as the driver returns them (evaluation.selectors)."""
     passages = Passage.objects.filter(collection=collection).order_by("ordinal", "pk")
-    for external_id, title, text in passages.values_list("external_id", "title", "text").iterator(chunk_size=5000):
+    for external_id, title, text in streamed_driver_rows(passages.values_list("external_id", "title", "text")):
         yield {"_id": external_id, "title": title, "text": text}
 
 
 def query_records(collection: Collection, context: tuple[int, int] | None, metadata: bool = False) -> Iterator[dict]:
     """The queries as retrieval reads them: with `context` (left, right) sentences of a RELiC
-    query's context (None: all of it); with `metadata`, each query's own metadata fields."""
+    query's context (None: all of it); with `metadata`, each query's own metadata fields. Read as
+    the driver returns them, the JSON columns decoded here: through Django's converters they
+    cost more than the rest of the query files."""
     queries = Query.objects.filter(collection=collection).order_by("ordinal", "pk")
     columns = ("external_id", "text", "left_context", "right_context", *(["metadata"] if metadata else []))
-    for external_id, text, left_context, right_context, *fields in queries.values_list(*columns).iterator(5000):
+    for external_id, text, *encoded in streamed_driver_rows(queries.values_list(*columns)):
+        left_context, right_context, *fields = map(_decoded, encoded)
         left, right = context or (len(left_context), len(right_context))
         record = {"_id": external_id, "text": context_text(text, left_context, right_context, left, right, None)}
         if fields and fields[0]:
             record["metadata"] = fields[0]
         yield record
+
+
+def _decoded(text: str):
+    """A JSON column's text as json.loads gives it; the empty list and object, what most queries'
+    contexts and metadata hold, without the call (a third of writing the query files)."""
+    return [] if text == "[]" else {} if text == "{}" else json.loads(text)
 
 
 def pools(collection: Collection) -> dict[str, list[str]]:
@@ -217,12 +225,14 @@ def run_descriptions(run_ids: Iterable[int]) -> dict[str, dict]:
     }
 
 
+@collection_paused()
 def write_bundle(collection: Collection, qrels: Qrels, directory: str | Path) -> dict:
     """The bundle of `collection` under `qrels` in the new folder `directory` (module docstring)
-    -> keys `collection`, `qrels`, `out`, `files`, `queries`, `passages`, `qrels_pairs`, `relevant`."""
+    -> keys `collection`, `qrels`, `out`, `files`, `queries`, `passages`, `qrels_pairs`, `relevant`.
+    Written without cyclic garbage collection (evaluation.bulk)."""
     study = qrels.origin if isinstance(qrels.origin, Study) else None
     context = (study.context_left, study.context_right) if study is not None else None
-    splits = dict(Query.objects.filter(collection=collection).values_list("external_id", "split"))
+    splits = dict(streamed_driver_rows(Query.objects.filter(collection=collection).values_list("external_id", "split")))
     external = list(qrels.triples())
     writers = beir_writers(
         collection, external, context, qrels_file=lambda split: f"qrels/{split}.tsv", split_of=splits, metadata=True

@@ -113,7 +113,7 @@ def _require(method: str) -> None:
 def _posteriors(probas: pd.DataFrame, values: list) -> dict[Hashable, dict]:
     """task -> {value: probability} over every value (0 for a label nobody gave)."""
     table = probas.reindex(columns=values, fill_value=0.0).astype(float)
-    return {task: dict(zip(values, row, strict=True)) for task, row in zip(table.index, table.to_numpy().tolist())}
+    return {task: dict(zip(values, row)) for task, row in zip(table.index, table.to_numpy().tolist(), strict=True)}
 
 
 def _labels(series: pd.Series) -> dict[Hashable, object]:

@@ -16,15 +16,19 @@ annotators blocked with their judgments excluded left out), as in every statisti
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections import defaultdict
+from collections.abc import Hashable, Sequence
 from dataclasses import dataclass
-from datetime import datetime
 from operator import itemgetter
+from typing import NamedTuple
 
 import numpy as np
 import pandas as pd
+from django.db.models import TextField
+from django.db.models.functions import Cast
 
 from annotation.models import Study
+from annotation.provenance import as_key
 from annotation.selectors import counted_judgments
 from annotation.services.labels import study_schema
 from evaluation.selectors import driver_rows, proxy_items, shown_items, usernames
@@ -32,11 +36,11 @@ from evaluation.selectors import driver_rows, proxy_items, shown_items, username
 NO_GOLD = -1
 
 
-@dataclass(frozen=True)
-class Unit:
+class Unit(NamedTuple):
     """What one label is about: `key` is the task name the models see (the item id, or
     "item:position" for a multi-select paragraph); `position` the paragraph's display position
-    (multi-select) or None."""
+    (multi-select) or None. A named tuple: a frozen dataclass per item cost a tenth of reading
+    100K items' judgments."""
 
     key: int | str
     item: int
@@ -48,7 +52,9 @@ class Unit:
 class StudyRatings:
     """Parallel arrays, one entry per rating, in submission order (time, then judgment id):
     `unit` (index into `units`), `annotator` (index into `annotators`), `label`, `submitted_at`
-    (UTC datetime64) and `judgment` (its id)."""
+    (UTC datetime64) and `judgment` (its id). `answers`: item id -> the answer keys of every
+    counted judgment of the item, those without an answer included (None), read with the
+    ratings: what annotation.provenance.counted_answers reads, for the label sources."""
 
     study: Study
     kind: str  # "proxy", "labels" or "multi_select"
@@ -60,6 +66,7 @@ class StudyRatings:
     label: np.ndarray
     submitted_at: np.ndarray
     judgment: np.ndarray
+    answers: dict[int, list[Hashable]]
 
     def columns(self) -> tuple[list[str], list[int | str], list[int]]:
         """Each rating's annotator, unit key and label, as three lists: label_models' input,
@@ -70,9 +77,27 @@ class StudyRatings:
         return workers, [keys[u] for u in self.unit.tolist()], self.label.tolist()
 
     @property
+    def first_of_judgment(self) -> np.ndarray:
+        """Per rating: whether it is its judgment's first (a multi-select judgment rates each
+        paragraph of its item, and its ratings are consecutive: they share a time and an id)."""
+        return np.r_[True, self.judgment[1:] != self.judgment[:-1]] if len(self.judgment) else np.zeros(0, bool)
+
+    @property
+    def judgments(self) -> int:
+        """How many judgments the ratings come from."""
+        return int(np.count_nonzero(self.first_of_judgment))
+
+    @property
     def label_codes(self) -> np.ndarray:
         """Each rating's label as an index into `values`."""
         return np.searchsorted(np.asarray(self.values), self.label)
+
+
+# A judgment's submission time as the database writes it in ISO 8601 (UTC: SQLite stores it so, and
+# Django's Postgres connections speak UTC): Django's SQLite converter parsed one datetime per
+# judgment, a third of reading 300K of them, and numpy took ten times as long as pandas from
+# datetime objects.
+SUBMITTED_AT = Cast("submitted_at", TextField())
 
 
 def study_ratings(study: Study) -> StudyRatings:
@@ -88,15 +113,17 @@ def _ordered(
     values: list[int],
     units: list[Unit],
     judgment: Sequence[int],
-    submitted_at: Sequence[datetime],
+    submitted_at: Sequence[str],
     unit: Sequence[int],
     annotator: Sequence[int],
     label: Sequence[int],
+    answers: dict[int, list[Hashable]],
 ) -> StudyRatings:
     """Ratings from parallel columns (judgment id, submission time, unit index, annotator id,
     label), put in submission order (time, then judgment id, then as given) with the annotators
-    named. The times are converted by pandas (numpy took ten times as long from datetimes)."""
-    times = np.asarray(pd.to_datetime(list(submitted_at), utc=True).tz_localize(None), dtype="datetime64[us]")
+    named. The times come as SUBMITTED_AT's text, parsed by pandas at once."""
+    times = pd.to_datetime(list(submitted_at), utc=True, format="ISO8601").tz_localize(None)
+    times = np.asarray(times, dtype="datetime64[us]")
     judgment = np.asarray(judgment, dtype=np.int64)
     order = np.lexsort((np.arange(len(judgment)), judgment, times))
     annotator_ids, annotator_rows = np.unique(np.asarray(annotator, dtype=np.int64), return_inverse=True)
@@ -115,6 +142,7 @@ def _ordered(
         label=np.asarray(label, dtype=np.int64)[order],
         submitted_at=times[order],
         judgment=judgment[order],
+        answers=answers,
     )
 
 
@@ -123,14 +151,17 @@ def _proxy_ratings(study: Study) -> StudyRatings:
     units = [Unit(item, item, None, gold) for item, gold in zip(items.ids.tolist(), items.gold.tolist(), strict=True)]
     rows, _ = driver_rows(
         counted_judgments(study)
-        .filter(choice__isnull=False)
         .order_by()
-        .values_list("pk", "submitted_at", "item_id", "annotator_id", "choice__position")
+        .values_list("pk", SUBMITTED_AT, "item_id", "annotator_id", "choice__position")
     )
+    answers: dict[int, list[Hashable]] = defaultdict(list)
+    for _, _, item, _, position in rows:
+        answers[item].append(position)
+    rows = [row for row in rows if row[4] is not None]  # a judgment without a choice rates nothing
     judgment, submitted_at, item, annotator, position = (list(map(itemgetter(column), rows)) for column in range(5))
     values = list(range(max([study.candidates_per_item, *items.candidates.tolist()])))
     unit = items.rows(np.asarray(item, dtype=np.int64))
-    return _ordered(study, "proxy", values, units, judgment, submitted_at, unit, annotator, position)
+    return _ordered(study, "proxy", values, units, judgment, submitted_at, unit, annotator, position, answers)
 
 
 def _label_ratings(study: Study) -> StudyRatings:
@@ -147,10 +178,12 @@ def _label_ratings(study: Study) -> StudyRatings:
     judgments = (
         counted_judgments(study)
         .order_by()
-        .values_list("pk", "submitted_at", "item_id", "annotator_id", "label", "selections")
+        .values_list("pk", SUBMITTED_AT, "item_id", "annotator_id", "label", "selections")
     )
     rows = []
+    answers: dict[int, list[Hashable]] = defaultdict(list)
     for pk, at, item, annotator, label, selections in judgments.iterator(10_000):
+        answers[item].append(as_key(selections if multi_select else label))
         for row in units_of_item.get(item, ()):
             if multi_select:
                 rows.append((pk, at, row, annotator, int(units[row].position in (selections or ()))))
@@ -158,4 +191,4 @@ def _label_ratings(study: Study) -> StudyRatings:
                 rows.append((pk, at, row, annotator, int(label)))
     values = [0, 1] if multi_select else [int(value) for value in schema["values"]]
     columns = (list(map(itemgetter(column), rows)) for column in range(5))
-    return _ordered(study, "multi_select" if multi_select else "labels", values, units, *columns)
+    return _ordered(study, "multi_select" if multi_select else "labels", values, units, *columns, answers)

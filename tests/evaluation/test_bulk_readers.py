@@ -8,6 +8,7 @@ order, multi-select items whose one judgment rates every paragraph."""
 
 import json
 import zipfile
+from collections import Counter
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
@@ -15,9 +16,10 @@ import pandas as pd
 import pytest
 
 from annotation.models import Judgment
+from annotation.provenance import counted_answers
 from annotation.selectors import counted_judgments
 from annotation.services.quality import block_annotator
-from evaluation import api
+from evaluation import bulk
 from evaluation.bundles import bundle_archive
 from evaluation.label_aggregation import soft_label_rows
 from evaluation.label_models import columns_frame, ratings_frame
@@ -92,6 +94,13 @@ def ratings_rows(study) -> list[tuple]:
     ]
 
 
+def same_answers_as_counted_answers(study) -> bool:
+    """The answers read with the ratings (unanswered judgments as None) are counted_answers', in
+    whatever order the database gave each item's."""
+    counted = {item: Counter(values) for item, values in study_ratings(study).answers.items()}
+    return counted == {item: Counter(values) for item, values in counted_answers(study).items()}
+
+
 def test_a_proxy_studys_ratings_read_in_columns_are_its_counted_choices_in_submission_order():
     study = make_proxy_study(gold_positions=[0, 2, 1, 1])
     people = [make_annotator(name) for name in ("zoe", "ann", "bea", "spoiler")]
@@ -110,6 +119,7 @@ def test_a_proxy_studys_ratings_read_in_columns_are_its_counted_choices_in_submi
     expected = ratings_one_by_one(study)
     assert len(expected) == 4 * 3 - 1  # the blocked annotator's, the voided and the unanswered left out
     assert ratings_rows(study) == expected
+    assert None in counted_answers(study)[unanswered.pk] and same_answers_as_counted_answers(study)
 
 
 def test_label_and_multi_select_ratings_read_in_columns_are_their_labels_in_submission_order():
@@ -122,6 +132,7 @@ def test_label_and_multi_select_ratings_read_in_columns_are_their_labels_in_subm
     ]
     submitted(judgments, [5, 5, 3, 9, 1, 1, 7, 2, 2])
     assert ratings_rows(study) == ratings_one_by_one(study)
+    assert same_answers_as_counted_answers(study)
 
     pilot = make_speech_quotability_study(multi_select=True)
     item = pilot.items.get()
@@ -133,6 +144,7 @@ def test_label_and_multi_select_ratings_read_in_columns_are_their_labels_in_subm
     expected = ratings_one_by_one(pilot)
     assert len(expected) == len(chosen) * item.candidates.count()
     assert ratings_rows(pilot) == expected
+    assert same_answers_as_counted_answers(pilot)
 
 
 @pytest.mark.parametrize(
@@ -152,7 +164,7 @@ def test_crowd_kits_frame_built_a_column_at_a_time_equals_the_one_built_from_tri
 
 
 def test_the_soft_label_export_streams_one_json_dumps_line_per_row_across_chunks(monkeypatch):
-    monkeypatch.setattr(api, "STREAMED_LINES", 2)  # five items: chunks of 2, 2 and 1 lines
+    monkeypatch.setattr(bulk, "LINES_PER_CHUNK", 2)  # five items: chunks of 2, 2 and 1 lines
     study = make_label_study(items=5, label_schema={"scale": "graded-0-2"})
     people = [make_annotator(name) for name in ("ann", "bea", "cal")]
     for item in study.items.order_by("position"):
@@ -164,6 +176,29 @@ def test_the_soft_label_export_streams_one_json_dumps_line_per_row_across_chunks
     chunks = [chunk.decode() for chunk in response.streaming_content]
     expected = [json.dumps(row, ensure_ascii=False) + "\n" for row in soft_label_rows(study, "dawid-skene")]
     assert len(chunks) == 3 and "".join(chunks) == "".join(expected)
+
+
+def test_one_encoder_for_many_lines_writes_what_json_dumps_writes_even_after_a_refusal():
+    encode = bulk.line_encoder()
+    circular: list = []
+    circular.append(circular)
+    with pytest.raises(ValueError, match="Circular reference"):
+        encode(circular)
+    record = {"labels": [1, 2], "when": datetime(2026, 3, 1)}
+    with pytest.raises(TypeError, match="not JSON serializable"):
+        encode(record)
+    del record["when"]
+    assert encode(record) == '{"labels": [1, 2]}'  # refused once, encoded when fixed
+    values = [
+        {"_id": "p1", "title": "", "text": 'tab\there, «quotes» and "escapes"\n', "none": None},
+        {7: {"0": 0.1, "1": 1e300, "2": float("nan")}, "labels": [[0, 2], [], True, False]},
+        "a bare string",
+        [],
+        {},
+        circular[:0],
+    ]
+    assert [encode(value) for value in values] == [json.dumps(value, ensure_ascii=False) for value in values]
+    assert "".join(bulk.json_lines(values[:2])) == "".join(json.dumps(v, ensure_ascii=False) + "\n" for v in values[:2])
 
 
 def test_a_multi_select_items_soft_label_row_counts_each_judgment_once():

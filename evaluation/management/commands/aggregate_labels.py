@@ -8,12 +8,11 @@ plus `changed_items`, `posteriors`, `confusion` (Dawid-Skene), `annotator_detail
 With --soft the command prints the soft labels instead: one JSON line per item with its whole
 posterior (soft_label_rows), streamed to stdout like the other exports."""
 
-import json
-
 from django.core.management.base import CommandError
 
 from annotation.services import get_study
 from evaluation.aggregates import LABEL_METHODS
+from evaluation.bulk import json_lines
 from evaluation.label_aggregation import soft_label_rows, study_aggregation
 from retrieval.errors import InputError
 from retrieval.management.base import JsonCommand, write_lines
@@ -36,7 +35,7 @@ class Command(JsonCommand):
         try:
             study = get_study(options["study_id"], field="study")
             rows = soft_label_rows(study, options["method"], options["seed"])
-            write_lines(self, (json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
+            write_lines(self, json_lines(rows))
         except InputError as exc:
             raise CommandError(str(exc)) from exc
 
