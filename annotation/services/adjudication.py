@@ -345,11 +345,18 @@ def _place(study: Study, scores: dict, positions: dict[int, int], reworked: set[
     return entries, agreed
 
 
-def _store(entries: list[tuple], agreed: list[tuple]) -> None:
-    """Insert the rows at the database's own speed (a build writes ~100K at 100K items: model
-    instances would cost most of its time)."""
+def _replace(study: Study, scores: dict, positions: dict[int, int], reworked: set[int], items=None) -> list[tuple]:
+    """Replace the entries and agreed items of `items` (every item of the study when None) with
+    what their scores make now (`_place`); returns the entries' rows. The rows are inserted at the
+    database's own speed: a build writes ~100K at 100K items, and model instances would cost most
+    of its time."""
+    entries, agreed = _place(study, scores, positions, reworked)
+    for model in (AdjudicationQueueEntry, AgreedItem):
+        stored = model.objects.filter(study=study)
+        (stored if items is None else stored.filter(item_id__in=items)).delete()
     insert_rows(AdjudicationQueueEntry, ENTRY_COLUMNS, entries)
     insert_rows(AgreedItem, AGREED_COLUMNS, agreed)
+    return entries
 
 
 def _draw_sample(study: Study) -> int:
@@ -386,10 +393,7 @@ def build_queue(study: Study) -> AdjudicationQueue:
         reworked = set(Rework.objects.filter(item__study=study).values_list("item_id", flat=True))
         # Every work item's position, rather than an IN list of tens of thousands (too long for SQLite).
         positions = dict(Item.objects.filter(study=study, role=Item.Role.WORK).values_list("pk", "position"))
-        entries, agreed = _place(study, scores, positions, reworked)
-        AdjudicationQueueEntry.objects.filter(study=study).delete()
-        AgreedItem.objects.filter(study=study).delete()
-        _store(entries, agreed)
+        entries = _replace(study, scores, positions, reworked)
         queue.sampled = _draw_sample(study)
         _forget(marks)
         queue.last_judgment, queue.excluded, queue.stale = newest, _excluded(study), False
@@ -417,10 +421,7 @@ def follow_changes(study: Study) -> AdjudicationQueue:
             scores = item_agreements(study, chunk)
             positions = dict(Item.objects.filter(pk__in=chunk, role=Item.Role.WORK).values_list("pk", "position"))
             reworked = set(Rework.objects.filter(item_id__in=chunk).values_list("item_id", flat=True))
-            entries, agreed = _place(study, scores, positions, reworked)
-            AdjudicationQueueEntry.objects.filter(study=study, item_id__in=chunk).delete()
-            AgreedItem.objects.filter(study=study, item_id__in=chunk).delete()
-            _store(entries, agreed)
+            _replace(study, scores, positions, reworked, chunk)
         followed = {
             "last_judgment": max(newest, queue.last_judgment),
             "stale": False,
