@@ -90,4 +90,8 @@ class SharedScopedRateThrottle(ScopedRateThrottle):
         return False
 
     def wait(self) -> float | None:
-        return self.shared_wait if self.shared_wait is not None else super().wait()
+        """Seconds until a slot frees, never more than the window: a concurrent request that read
+        the clock after this one may have taken the slot first (in Redis or in DRF's local
+        history), leaving an oldest entry newer than this request's `now`."""
+        wait = self.shared_wait if self.shared_wait is not None else super().wait()
+        return None if wait is None else min(float(self.duration), wait)

@@ -14,6 +14,7 @@ import redis
 import requests
 
 from jobs.management.commands.run_platform import free_port, start_redis, stop_process
+from marginalia.throttling import SharedScopedRateThrottle
 from tests.factories import api_client, make_user
 from tests.live_platform import manage, start_gunicorn
 
@@ -97,3 +98,18 @@ def test_two_gunicorn_workers_let_through_exactly_the_rate_of_concurrent_request
         answers = list(pool.map(ask, range(RATE + 10)))
 
     assert answers.count(200) == RATE and answers.count(429) == 10, answers
+
+
+@pytest.mark.django_db
+def test_retry_after_never_exceeds_the_window_when_a_later_request_took_the_slot_first(monkeypatch, rates):
+    """Concurrent requests read the clock before they reach Redis: the one that read it later can
+    take the last slot first. The refused one then saw an oldest entry newer than its own `now`,
+    and its Retry-After (ceil of oldest + window - now) read 2 for a 1/s rate."""
+    monkeypatch.setattr(SharedScopedRateThrottle, "THROTTLE_RATES", {"token": "1/s"})
+    make_user("scripted", staff=True)
+    address = "10.3.3.7"
+    rates.zadd(f"marginalia:rate:throttle_token_{address}", {"later-request": time.time() + 0.5})
+
+    refused = ask_for_token(api_client(), address=address)
+
+    assert refused.status_code == 429 and refused["Retry-After"] == "1"
