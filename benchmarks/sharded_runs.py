@@ -37,6 +37,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.stdout.reconfigure(line_buffering=True)  # each row as soon as it is measured
 sys.path.insert(0, str(ROOT))
 
+from benchmarks.migrated import copy_migrated_sqlite  # noqa: E402
 from benchmarks.relic_like import write_relic_like  # noqa: E402
 
 MANAGE = [sys.executable, str(ROOT / "manage.py")]
@@ -135,7 +136,10 @@ def scratch_platform(database_url: str, shards: int, prefix: str):
     workers and Redis started are stopped; the folder is removed at the end."""
     signal.signal(signal.SIGTERM, lambda signum, frame: sys.exit(f"stopped by signal {signum}"))
     folder = Path(tempfile.mkdtemp(prefix=prefix))
-    database_url = database_url or f"sqlite:///{folder / 'db.sqlite3'}"
+    scratch_sqlite = not database_url
+    if scratch_sqlite:
+        copy_migrated_sqlite(folder / "db.sqlite3")
+        database_url = f"sqlite:///{folder / 'db.sqlite3'}"
     os.environ.update(DATABASE_URL=database_url, DJANGO_SETTINGS_MODULE="marginalia.settings")
     import django
 
@@ -151,9 +155,10 @@ def scratch_platform(database_url: str, shards: int, prefix: str):
         **broker_environment(redis_url),
     }
     try:
-        # Without migrate's system checks (the URLconf's, 1.5-2 s of CPU on 2 cores): the workers this
-        # benchmark starts run every check at their start, and nothing timed waits for this one.
-        manage(env, "migrate", "--noinput", "-v", "0", "--skip-checks")
+        if not scratch_sqlite:
+            # Without migrate's system checks (the URLconf's, 1.5-2 s of CPU on 2 cores): the workers
+            # this benchmark starts run every check at their start, and nothing timed waits for this one.
+            manage(env, "migrate", "--noinput", "-v", "0", "--skip-checks")
         yield folder, env, redis_url, database_url
     finally:
         stop_process(redis_process)

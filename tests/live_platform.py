@@ -22,6 +22,7 @@ import pytest
 import redis
 from django.test import override_settings
 
+from benchmarks.migrated import copy_migrated_sqlite
 from jobs.management.commands.run_platform import (
     beat_command,
     broker_environment,
@@ -111,7 +112,7 @@ def make_platform(folder: Path, redis_url: str, **settings: str) -> dict:
         "TRANSFORMERS_OFFLINE": "1",
         **settings,
     }
-    subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
+    copy_migrated_sqlite(database)
     return {"env": env, "database": database, "folder": folder}
 
 
@@ -288,7 +289,7 @@ class WholePlatform:
         self.processes: list[subprocess.Popen] = []
 
     def migrate(self) -> "WholePlatform":
-        subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=self.env, check=True, cwd=PROJECT_ROOT)
+        copy_migrated_sqlite(self.database)
         return self
 
     def start(self) -> None:

@@ -7,16 +7,22 @@ import subprocess
 import sys
 from pathlib import Path
 
+from benchmarks.migrated import copy_migrated_sqlite
+
 ROOT = Path(__file__).resolve().parents[1]
 
 
-def test_the_load_benchmark_drives_annotators_through_gunicorn_and_counts_the_database():
+def test_the_load_benchmark_drives_annotators_through_gunicorn_and_counts_the_database(tmp_path):
+    migrated = tmp_path / "migrated.sqlite3"
+    copy_migrated_sqlite(migrated)  # as trec_scale passes its scratch database's migrated copy
     result = subprocess.run(
         [
             sys.executable,
             "benchmarks/annotator_load.py",
             "--database",
             "sqlite",
+            "--migrated-database",
+            f"sqlite:///{migrated}",
             "--mode",
             "flat",
             "--annotators",

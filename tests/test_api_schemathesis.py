@@ -19,6 +19,7 @@ from hypothesis import HealthCheck, Phase, settings
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import content_type_conformance, response_schema_conformance
 
+from benchmarks.migrated import copy_migrated_sqlite
 from jobs.management.commands.run_platform import broker_environment, free_port, stop_process
 from tests.live_platform import MANAGE, PROJECT_ROOT
 
@@ -68,7 +69,7 @@ def live_api(tmp_path_factory, redis_url):
         assert result.returncode == 0, result.stderr
         return result.stdout
 
-    manage("migrate", "--noinput", "-v", "0")
+    copy_migrated_sqlite(folder / "db.sqlite3")
     manage("seed_demo")
     tokens = json.loads(manage("shell", "-c", ISSUE_TOKENS).strip().splitlines()[-1])
     port = free_port()

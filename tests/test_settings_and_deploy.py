@@ -21,6 +21,7 @@ from django.core.management import CommandError, call_command
 from django.test import RequestFactory
 
 from annotation.models import Study
+from benchmarks.migrated import copy_migrated_sqlite
 from demo import build_relic
 from demo.accounts import demo_accounts
 from demo.seed import DEMO_COLLECTION, DEMO_STUDY, DEMO_STUDY_ITEMS
@@ -227,7 +228,7 @@ def test_run_platform_serves_runs_tasks_and_stops_every_child_on_ctrl_c(tmp_path
         MARGINALIA_DATA_DIR=str(tmp_path / "data"),
         MARGINALIA_SWEEP_SECONDS="1",
     )
-    subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
+    copy_migrated_sqlite(tmp_path / "db.sqlite3")
     platform = subprocess.Popen(
         [*MANAGE, "run_platform", "--port", str(web_port), "--redis-port", str(redis_port)],
         env=env,

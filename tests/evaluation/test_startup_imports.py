@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.migrated import copy_migrated_sqlite
+
 ROOT = Path(__file__).resolve().parents[2]
 HEAVY = (
     "scipy",
@@ -81,7 +83,7 @@ def test_a_data_command_runs_only_the_checks_about_data_and_loads_nothing_of_the
         "import runpy; runpy.run_path('manage.py', run_name='__main__')"
     )
     env = {**ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "MARGINALIA_DATA_DIR": str(tmp_path)}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    copy_migrated_sqlite(tmp_path / "db.sqlite3")
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, env=env, capture_output=True, text=True)
     assert refusal in result.stderr and result.returncode == 1
     assert result.stderr.splitlines()[-1] == ""
@@ -91,7 +93,7 @@ def test_a_report_served_from_the_cache_loads_no_statistics_library(tmp_path):
     """`study_report` of a study whose report is stored reads the fingerprint and the stored
     payload; scipy and statsmodels (over a second) load only when a report is computed."""
     env = {**ENV, "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}", "MARGINALIA_DATA_DIR": str(tmp_path)}
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, env=env, check=True)
+    copy_migrated_sqlite(tmp_path / "db.sqlite3")
     build = (
         "import django; django.setup();"
         "from tests.factories import make_bulk_proxy_study; from evaluation.reports import cached_study_report;"

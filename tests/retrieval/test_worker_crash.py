@@ -6,7 +6,6 @@ import json
 import os
 import signal
 import sqlite3
-import subprocess
 import time
 from datetime import timedelta
 
@@ -16,6 +15,7 @@ from celery.signals import task_failure
 from django.utils import timezone
 
 import jobs.tasks  # noqa: F401  (connects the task_failure receiver, as every worker's start does)
+from benchmarks.migrated import copy_migrated_sqlite
 from jobs.management.commands.run_platform import broker_environment
 from jobs.models import Job
 from jobs.services import fail_stale_jobs, request_cancel
@@ -24,9 +24,8 @@ from retrieval import tasks, training
 from retrieval.models import Retriever
 from retrieval.training import sweep_abandoned_work_folders
 from retrieval.training_jobs import start_training_async
-from tests.conftest import PROJECT_ROOT
 from tests.factories import make_code_word_collection
-from tests.live_platform import MANAGE, manage, wait_for_job, worker_log
+from tests.live_platform import manage, wait_for_job, worker_log
 
 pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("data_dir")]
 
@@ -189,7 +188,7 @@ def platform(tmp_path_factory, redis_url):
         "TRANSFORMERS_OFFLINE": "1",
         "MARGINALIA_DATA_DIR": str(folder / "data"),
     }
-    subprocess.run([*MANAGE, "migrate", "--noinput", "-v", "0"], env=env, check=True, cwd=PROJECT_ROOT)
+    copy_migrated_sqlite(folder / "db.sqlite3")
     return {"env": env, "database": folder / "db.sqlite3", "folder": folder}
 
 
