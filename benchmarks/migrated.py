@@ -7,8 +7,10 @@ database. The first caller builds it into the system's temporary folder under a 
 everything that decides its contents; later callers, in any process, copy the file.
 
 What decides the contents: this project's migration files (their paths and bytes) and the pinned
-requirements (Django's and every third-party app's migrations come with their versions). No
-migration reads a setting on an empty database, so one copy serves every environment.
+requirements (Django's and every third-party app's migrations come with their versions). On an
+empty database no migration reads a setting and their data steps find no rows (the one row
+written, the embedded judge, is spelled out in its migration), so one copy serves every
+environment and no change outside the migrations can make it stale.
 """
 
 from __future__ import annotations
