@@ -417,8 +417,9 @@ def setup_django(database_url: str | None, scratch: Path) -> dict:
     not exist yet starts as a copy of the migrated template (benchmarks/migrated.py), so the
     caller's `migrate` finds nothing to do."""
     database_url = database_url or f"sqlite:///{scratch / 'db.sqlite3'}"
-    if database_url.startswith("sqlite:///") and not Path(database_url.removeprefix("sqlite:///")).exists():
-        copy_migrated_sqlite(Path(database_url.removeprefix("sqlite:///")))
+    sqlite_file = Path(database_url.removeprefix("sqlite:///")) if database_url.startswith("sqlite:///") else None
+    if sqlite_file is not None and not sqlite_file.exists():
+        copy_migrated_sqlite(sqlite_file)
     environment = {
         **os.environ,
         "DATABASE_URL": database_url,
