@@ -12,11 +12,12 @@ ROOT = Path(__file__).resolve().parents[1]
 
 
 @pytest.mark.data
-def test_the_paper_scale_benchmark_runs_at_a_tiny_size():
+def test_the_paper_scale_benchmark_runs_at_a_tiny_size(shared_data):
     result = subprocess.run(
         [
             sys.executable,
             "benchmarks/paper_scale.py",
+            *("--data", str(shared_data)),
             *("--book-sentences", "40", "--fraction", "0", "--import-books", "1", "--import-queries-per-set", "2"),
             *("--peer-queries", "3", "--rank-bm25-queries", "1", "--hits", "300", "--dense-passages", "0"),
             *("--study-items", "12", "--export-items", "6", "--json"),
